@@ -1,0 +1,122 @@
+"""What to run and how: validated settings for one child run and for a whole command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from fastload_cli.errors import FastloadError, ScriptNotFoundError
+from fastload_cli.records import Mode, ModeSpec
+
+DEFAULT_WARMUP = 5
+DEFAULT_MAX_BATCHES = 50
+DEFAULT_TIMEOUT_S = 300.0
+# 20 Hz: a run of a few seconds still gets dozens of CPU readings per process.
+DEFAULT_SAMPLE_INTERVAL_S = 0.05
+# How long a child may take to leave after it was asked to stop, before it is terminated.
+DEFAULT_STOP_GRACE_S = 3.0
+
+DIAGNOSE_MODES = (
+    ModeSpec(mode=Mode.REAL),
+    ModeSpec(mode=Mode.SYNTHETIC),
+    ModeSpec(mode=Mode.NO_AUG),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """One run of the script under one mode."""
+
+    script: Path  # absolute path of the script
+    script_arg0: str  # the script path as the user wrote it (becomes sys.argv[0])
+    script_args: tuple[str, ...] = ()
+    spec: ModeSpec = field(default_factory=lambda: ModeSpec(mode=Mode.REAL))
+    warmup: int = DEFAULT_WARMUP
+    max_batches: int = DEFAULT_MAX_BATCHES
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    keep_transforms: tuple[str, ...] = ()
+    drop_transforms: tuple[str, ...] = ()
+    show_output: bool = False
+    python: str = sys.executable
+    cwd: Path = field(default_factory=Path.cwd)
+    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S
+
+    @property
+    def requested_batches(self) -> int:
+        return self.warmup + self.max_batches
+
+    def with_mode(self, spec: ModeSpec) -> RunConfig:
+        return replace(self, spec=spec)
+
+
+def check_counts(*, warmup: int, max_batches: int, timeout_s: float) -> None:
+    if max_batches < 1:
+        raise FastloadError(f"--max-batches must be at least 1 (got {max_batches})")
+    if warmup < 0:
+        raise FastloadError(f"--warmup cannot be negative (got {warmup})")
+    if not timeout_s > 0:
+        raise FastloadError(f"--timeout must be a positive number of seconds (got {timeout_s})")
+
+
+def check_script(arg: str, cwd: Path) -> Path:
+    """The absolute path of a runnable Python script, or a ScriptNotFoundError that says why."""
+    path = Path(arg) if os.path.isabs(arg) else cwd / arg
+    if not path.exists():
+        raise ScriptNotFoundError(arg, "no such file", "check the path; it is relative to the current directory")
+    if path.is_dir():
+        raise ScriptNotFoundError(arg, "is a directory, not a script", "give the training script itself, e.g. train.py")
+    if not os.access(path, os.R_OK):
+        raise ScriptNotFoundError(arg, "cannot be read (permission denied)")
+    if not _looks_like_python(path):
+        raise ScriptNotFoundError(
+            arg, "does not look like a Python script", "fastload runs Python training scripts (*.py)"
+        )
+    _check_syntax(path, arg)
+    return path
+
+
+def _looks_like_python(path: Path) -> bool:
+    if path.suffix in (".py", ".pyw"):
+        return True
+    with path.open("rb") as handle:
+        first = handle.readline(200)
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _check_syntax(path: Path, arg: str) -> None:
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise ScriptNotFoundError(arg, f"cannot be read ({exc.strerror})") from exc
+    if b"\0" in source:
+        raise ScriptNotFoundError(arg, "is a binary file, not a Python script")
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"{arg}, line {exc.lineno}" if exc.lineno else arg
+        raise FastloadError(
+            f"syntax error in {where}: {exc.msg}",
+            "the script must run under plain `python` before fastload can measure it",
+        ) from exc
+    except ValueError as exc:
+        raise ScriptNotFoundError(arg, f"cannot be compiled ({exc})") from exc
+
+
+def parse_modes(text: str) -> tuple[ModeSpec, ...]:
+    """``"real,synthetic"`` -> specs; FastloadError on an unknown mode or an empty list."""
+    specs = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        try:
+            specs.append(ModeSpec.parse(part))
+        except ValueError as exc:
+            raise FastloadError(f"--modes: {exc}") from exc
+    if not specs:
+        raise FastloadError("--modes needs at least one mode", "for example --modes real,synthetic")
+    if specs[0].mode is not Mode.REAL:
+        specs.insert(0, ModeSpec(mode=Mode.REAL))
+    return tuple(dict.fromkeys(specs))
