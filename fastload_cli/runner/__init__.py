@@ -1,0 +1,1 @@
+"""Running the user's script: the child (sensor) and the launcher (brain)."""

@@ -1,0 +1,162 @@
+"""The child process: runs the user's script, unmodified, with plain-``python`` semantics.
+
+Started by ``runner/launch.py`` as::
+
+    python -c BOOTSTRAP <fastload package dir> <options json> <script as given> [script args...]
+
+The script sees ``__name__ == "__main__"``, ``sys.argv`` = [script, args...], ``sys.path[0]`` =
+the script's directory and the caller's working directory, as under ``python script.py``.
+Events go to the file descriptor named by ``FASTLOAD_EVENT_FD``, never to the script's stdout.
+The parent asks the child to stop with ``STOP_SIGNAL``; its handler raises ``StopRun`` in the main
+thread so the script's ``finally`` blocks run, then the child leaves at once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import importlib.machinery
+import os
+import signal
+import sys
+import time
+import traceback
+import types
+from types import FrameType, TracebackType
+from typing import NoReturn
+
+from fastload_cli.records import CHANNEL_FD_ENV, EventKind, StopReason
+from fastload_cli.runner import hooks
+
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child import main; main()"
+STOP_SIGNAL = signal.SIGRTMIN + 1  # unlikely to be used by training scripts (SIGUSR1 often is)
+PR_SET_PDEATHSIG = 1
+_INTERNAL_FILES = (__file__,)
+
+
+class StopRun(BaseException):
+    """Raised in the script's main thread when fastload has measured enough."""
+
+
+class _State:
+    stopping = False
+    finished = False
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    if _State.finished or _State.stopping:
+        return
+    _State.stopping = True
+    raise StopRun
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process if fastload dies, so no run outlives its profiler."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _prepare_sys(script_arg0: str, script_args: list[str]) -> str:
+    """Set argv, sys.path[0] and return the script's ``__file__``, as ``python script.py`` would."""
+    del sys.path[0]  # the fastload package directory the bootstrap inserted
+    script_file = script_arg0 if os.path.isabs(script_arg0) else os.path.join(os.getcwd(), script_arg0)
+    script_dir = os.path.dirname(os.path.realpath(script_file))
+    if sys.path and sys.path[0] == "":  # `python -c` put the working directory first
+        sys.path[0] = script_dir
+    elif not getattr(sys.flags, "safe_path", False):  # python >= 3.11: -P / PYTHONSAFEPATH
+        sys.path.insert(0, script_dir)
+    sys.argv = [script_arg0, *script_args]
+    return script_file
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """Drop fastload's frames from the top of a traceback."""
+    while tb is not None and tb.tb_frame.f_code.co_filename in _INTERNAL_FILES:
+        tb = tb.tb_next
+    return tb
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)  # what python does with sys.exit("message")
+    return 1
+
+
+def exec_as_main(script_file: str) -> None:
+    """Execute the script as the ``__main__`` module, as ``python script.py`` does.
+
+    (``runpy.run_path`` would also set ``sys.argv[0]`` to the path it is given, while python
+    keeps it as the user typed it.)
+    """
+    with open(script_file, "rb") as handle:
+        code = compile(handle.read(), script_file, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=script_file,
+        __cached__=None,
+        __builtins__=builtins,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", script_file),
+    )
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)
+
+
+def run_script(channel: hooks.Channel, script_file: str) -> tuple[StopReason, int]:
+    """Run the script to its end, a stop, or an uncaught exception."""
+    try:
+        exec_as_main(script_file)
+        return StopReason.SCRIPT_ENDED, 0
+    except StopRun:
+        return StopReason.ENOUGH_BATCHES, 0
+    except SystemExit as exc:
+        return StopReason.SCRIPT_ENDED, _exit_code(exc)
+    except BaseException as exc:  # the script's own failure: report it like python would
+        if _State.stopping:
+            return StopReason.ENOUGH_BATCHES, 0
+        tb = _user_traceback(exc.__traceback__)
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        sys.stderr.write(text)
+        channel.emit(
+            EventKind.EXCEPTION,
+            type_name=type(exc).__qualname__,
+            message=str(exc)[:2000],
+            traceback=text[-8000:],
+        )
+        return StopReason.SCRIPT_RAISED, 1
+
+
+def main() -> NoReturn:
+    options = hooks.ChildOptions.from_json(sys.argv[1])
+    script_arg0, script_args = sys.argv[2], sys.argv[3:]
+    fd = int(os.environ.pop(CHANNEL_FD_ENV))
+    os.set_inheritable(fd, False)
+    channel = hooks.Channel(fd)
+    _die_with_parent()
+    script_file = _prepare_sys(script_arg0, script_args)
+    installed = hooks.install(channel, options)
+    channel.emit(EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat)
+    signal.signal(STOP_SIGNAL, _on_stop_signal)
+    reason, code = run_script(channel, script_file)
+    _State.finished = True
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)
+    channel.emit(EventKind.ENV, **hooks.torch_env(final=True))
+    channel.emit(EventKind.END, reason=reason.value, exit_code=code, t_ns=time.monotonic_ns())
+    if reason is StopReason.ENOUGH_BATCHES:
+        # Leave now: the script's non-daemon threads (background prefetchers) and its DataLoader
+        # workers must not keep a stopped run alive; fastload terminates what remains.
+        _flush_stdio()
+        os._exit(code)
+    sys.exit(code)  # the script ended by itself: exit as python would (atexit handlers run)
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()

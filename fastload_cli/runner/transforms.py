@@ -1,0 +1,269 @@
+"""Inside the child: find random augmentation in a dataset's transform pipelines, and (for the
+``no-aug`` mode) replace it with deterministic, shape-preserving stand-ins.
+
+Runs at ``DataLoader`` construction, before workers start, so forked and spawned workers both get
+the substituted pipeline. Only the stdlib is imported at module level; torch and torchvision are
+used through the objects found in the dataset.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# torchvision classes (v1 ``transforms`` and ``transforms.v2``) that are random augmentation
+# whose output shape does not depend on the randomness: replaced by the identity.
+IDENTITY_STANDINS = frozenset(
+    {
+        "ColorJitter", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation",
+        "RandomAffine", "RandomPerspective", "RandomErasing", "RandomGrayscale", "RandomInvert",
+        "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness", "RandomAutocontrast",
+        "RandomEqualize", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix",
+        "GaussianBlur", "GaussianNoise", "ElasticTransform", "RandomPhotometricDistort",
+        "RandomChannelPermutation", "JPEG", "RandomApply", "MixUp", "CutMix", "RandomZoomOut",
+        "RandomIoUCrop", "ScaleJitter", "RandomShortestSize", "RandomResize",
+    }
+)  # fmt: skip
+# Containers whose members are substituted one by one.
+CONTAINERS = frozenset({"Compose", "RandomOrder", "Sequential"})
+
+# Words in a user class (or function) name that say it is random augmentation.
+GUESS_PATTERN = re.compile(
+    r"random|jitter|cutout|cutmix|mixup|noise|flip|eras|augment|augmix|blur|rotat|perturb|"
+    r"distort|shift|dropout|mosaic",
+    re.IGNORECASE,
+)
+# Dataset attributes that hold transform pipelines (plus any name containing these words).
+PIPELINE_ATTR = re.compile(r"transform|aug", re.IGNORECASE)
+MAX_DEPTH = 8
+
+
+class Identity:
+    """Stand-in for a random augmentation: returns its input(s) unchanged."""
+
+    def __call__(self, *inputs: Any) -> Any:
+        return inputs[0] if len(inputs) == 1 else inputs
+
+    def __repr__(self) -> str:
+        return "Identity()"
+
+
+@dataclass(slots=True)
+class Found:
+    """One random transform: where it is, what it is, what replaces it."""
+
+    location: str
+    original: str
+    replacement: str
+    guessed: bool
+
+
+@dataclass(slots=True)
+class Walk:
+    keep: frozenset[str]
+    drop: frozenset[str]
+    dry: bool = False  # only find: change nothing
+    found: list[Found] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def callable_name(obj: object) -> str:
+    """The class name of a transform object; the function's own name for a plain function."""
+    if isinstance(obj, functools.partial):
+        return callable_name(obj.func)
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return obj.__name__
+    if type(obj).__name__ == "Lambda" and hasattr(obj, "lambd"):
+        return callable_name(obj.lambd)
+    return type(obj).__name__
+
+
+def is_torchvision(obj: object) -> bool:
+    return type(obj).__module__.startswith("torchvision.transforms")
+
+
+def _is_v2(obj: object) -> bool:
+    return type(obj).__module__.startswith("torchvision.transforms.v2")
+
+
+def describe(obj: object) -> str:
+    text = repr(obj) if is_torchvision(obj) else callable_name(obj)
+    text = " ".join(text.split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# Stand-ins
+# --------------------------------------------------------------------------------------------
+
+
+def _tv_module(obj: object) -> Any:
+    import importlib
+
+    return importlib.import_module("torchvision.transforms.v2" if _is_v2(obj) else "torchvision.transforms")
+
+
+def _crop_standin(obj: Any) -> Any:
+    """RandomResizedCrop(s) -> Resize + CenterCrop(s); RandomCrop(s) -> CenterCrop(s)."""
+    tv = _tv_module(obj)
+    size = tuple(obj.size) if isinstance(obj.size, (tuple, list)) else (obj.size, obj.size)
+    if type(obj).__name__ == "RandomCrop":
+        return tv.CenterCrop(size)
+    kwargs: dict[str, Any] = {"interpolation": obj.interpolation}
+    if getattr(obj, "antialias", None) is not None:
+        kwargs["antialias"] = obj.antialias
+    return tv.Compose([tv.Resize(max(size), **kwargs), tv.CenterCrop(size)])
+
+
+def _standin(obj: Any, walk: Walk) -> tuple[Any, bool] | None:
+    """(replacement, guessed) for a random transform, or None when ``obj`` is kept as it is."""
+    name = callable_name(obj)
+    if name in walk.keep:
+        return None
+    if name in walk.drop:
+        return Identity(), False
+    if is_torchvision(obj):
+        if name in ("RandomResizedCrop", "RandomCrop"):
+            return _crop_standin(obj), False
+        if name in IDENTITY_STANDINS:
+            return Identity(), False
+        return None
+    if GUESS_PATTERN.search(name) and callable(obj):
+        return Identity(), True
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Walking pipelines and datasets
+# --------------------------------------------------------------------------------------------
+
+
+def substitute(obj: Any, location: str, walk: Walk, depth: int = 0) -> Any:
+    """``obj`` with every random transform in it replaced; records each replacement in ``walk``.
+
+    Returns ``obj`` itself when nothing inside it changed.
+    """
+    if obj is None or depth > MAX_DEPTH:
+        return obj
+    name = callable_name(obj)
+    if name == "RandomChoice" and is_torchvision(obj) and name not in walk.keep:
+        first = substitute(obj.transforms[0], f"{location}.transforms[0]", walk, depth + 1)
+        walk.found.append(Found(location, describe(obj), f"its first choice, {describe(first)}", False))
+        return first
+    if name == "StandardTransform":
+        return _substitute_attrs(obj, location, ("transform", "target_transform"), walk, depth)
+    if name in CONTAINERS and name not in walk.keep:
+        return _substitute_container(obj, location, walk, depth)
+    if isinstance(obj, (list, tuple)):
+        items = [substitute(item, f"{location}[{i}]", walk, depth + 1) for i, item in enumerate(obj)]
+        return obj if all(a is b for a, b in zip(items, obj, strict=True)) else type(obj)(items)
+    found = _standin(obj, walk)
+    if found is None:
+        return obj
+    replacement, guessed = found
+    walk.found.append(Found(location, describe(obj), describe(replacement), guessed))
+    return replacement
+
+
+def _substitute_container(obj: Any, location: str, walk: Walk, depth: int) -> Any:
+    members = list(obj.children()) if type(obj).__name__ == "Sequential" else getattr(obj, "transforms", None)
+    if not isinstance(members, (list, tuple)):
+        return obj
+    new = [substitute(m, f"{location}[{i}]", walk, depth + 1) for i, m in enumerate(members)]
+    if all(a is b for a, b in zip(new, members, strict=True)):
+        return obj
+    if type(obj).__name__ == "Sequential":
+        import torch
+
+        return type(obj)(*[m if isinstance(m, torch.nn.Module) else torch.nn.Identity() for m in new])
+    if type(obj).__name__ == "RandomOrder":
+        return _tv_module(obj).Compose(new)
+    return type(obj)(new)
+
+
+def _substitute_attrs(obj: Any, location: str, names: tuple[str, ...], walk: Walk, depth: int) -> Any:
+    """Substitute the pipelines held in ``obj``'s attributes ``names``, in place."""
+    for attr in names:
+        current = getattr(obj, attr, None)
+        if current is None:
+            continue
+        new = substitute(current, f"{location}.{attr}", walk, depth + 1)
+        if new is not current and not walk.dry:
+            try:
+                setattr(obj, attr, new)
+            except (AttributeError, TypeError) as exc:
+                walk.problems.append(f"cannot replace {location}.{attr}: {exc}")
+    return obj
+
+
+def pipeline_attrs(dataset: Any) -> list[str]:
+    """Names of the dataset's attributes that hold transform pipelines."""
+    attrs = getattr(dataset, "__dict__", {})
+    return [
+        name
+        for name, value in attrs.items()
+        if PIPELINE_ATTR.search(name) and value is not None and (callable(value) or isinstance(value, (list, tuple)))
+    ]
+
+
+def nested_datasets(dataset: Any) -> Iterator[tuple[str, Any]]:
+    """(attribute path, dataset) for datasets inside ``dataset``: Subset, ConcatDataset, wrappers."""
+    for name, value in getattr(dataset, "__dict__", {}).items():
+        if _is_dataset(value):
+            yield name, value
+        elif isinstance(value, (list, tuple)) and name == "datasets":
+            for i, item in enumerate(value):
+                if _is_dataset(item):
+                    yield f"{name}[{i}]", item
+
+
+def _is_dataset(value: object) -> bool:
+    return any(
+        base.__name__ in ("Dataset", "IterableDataset") and base.__module__.startswith("torch.utils.data")
+        for base in type(value).__mro__
+    )
+
+
+def walk_dataset(dataset: Any, walk: Walk, location: str = "dataset", seen: set[int] | None = None) -> None:
+    """Substitute the random transforms of ``dataset`` and of every dataset nested in it."""
+    seen = set() if seen is None else seen
+    if id(dataset) in seen or len(seen) > 64:
+        return
+    seen.add(id(dataset))
+    # ``transforms`` last: torchvision's StandardTransform wraps ``transform`` and
+    # ``target_transform``, which were substituted just before.
+    names = sorted(pipeline_attrs(dataset), key=lambda n: n == "transforms")
+    for name in names:
+        current = getattr(dataset, name)
+        if name == "transforms" and callable_name(current) == "StandardTransform":
+            if not walk.dry:
+                _rebuild_standard_transform(dataset, current)
+            continue
+        _substitute_attrs(dataset, location, (name,), walk, 0)
+    for name, inner in nested_datasets(dataset):
+        walk_dataset(inner, walk, f"{location}.{name}", seen)
+
+
+def _rebuild_standard_transform(dataset: Any, current: Any) -> None:
+    transform = getattr(dataset, "transform", current.transform)
+    target = getattr(dataset, "target_transform", current.target_transform)
+    if transform is not current.transform or target is not current.target_transform:
+        dataset.transforms = type(current)(transform, target)
+
+
+def find_augmentations(dataset: Any, keep: frozenset[str], drop: frozenset[str]) -> list[Found]:
+    """What ``no-aug`` would replace, without changing the dataset."""
+    walk = Walk(keep=keep, drop=drop, dry=True)
+    walk_dataset(dataset, walk)
+    return walk.found
+
+
+def derandomize(dataset: Any, keep: frozenset[str], drop: frozenset[str]) -> Walk:
+    """Replace, in place, the random transforms of ``dataset``; the walk says what changed."""
+    walk = Walk(keep=keep, drop=drop)
+    walk_dataset(dataset, walk)
+    return walk
