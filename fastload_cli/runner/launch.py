@@ -1,0 +1,352 @@
+"""In the parent: run the script once under one mode and return everything measured.
+
+The child runs in its own session (so a terminal's Ctrl-C reaches fastload alone), with an event
+pipe of its own. The parent reads events as they arrive, samples the process tree and the GPU,
+and decides when to stop: after warm-up + ``--max-batches`` batches, at the timeout, or on
+Ctrl-C. Stopping is polite first (a signal that raises in the script's main thread, so its
+``finally`` blocks run), then firm: every remaining process of the run is terminated, workers
+before the main process, SIGTERM then SIGKILL. Whatever happens, the batches already read are
+kept in the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+import fastload_cli
+from fastload_cli.config import RunConfig
+from fastload_cli.records import (
+    CHANNEL_FD_ENV,
+    RUN_ID_ENV,
+    GpuSample,
+    HostSample,
+    RunResult,
+    RunStatus,
+    SamplerHealth,
+    StopReason,
+)
+from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
+from fastload_cli.runner.collect import EventCollector
+from fastload_cli.runner.hooks import ChildOptions
+from fastload_cli.samplers.gpu import GpuSampler, Nvml
+from fastload_cli.samplers.host import HostSampler, cpu_count
+
+HostReadings = tuple[tuple[HostSample, ...], SamplerHealth]
+GpuReadings = tuple[tuple[GpuSample, ...], SamplerHealth]
+
+OUTPUT_TAIL_BYTES = 32 * 1024
+POLL_S = 0.1
+KILL_GRACE_S = 1.0
+DRAIN_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Observer:
+    """Callbacks for live feedback; the CLI renders them, domain code never prints."""
+
+    on_batches: Callable[[int, int], None] | None = None  # (batches so far, batches wanted)
+    on_output: Callable[[bytes], None] | None = None  # the script's own output, as it comes
+
+
+def child_command(config: RunConfig) -> list[str]:
+    options = ChildOptions(
+        mode=config.spec.mode.value,
+        workers=config.spec.workers,
+        warmup=config.warmup,
+        keep_transforms=config.keep_transforms,
+        drop_transforms=config.drop_transforms,
+    )
+    package_parent = str(Path(fastload_cli.__file__).resolve().parent.parent)
+    return [config.python, "-c", BOOTSTRAP, package_parent, options.to_json(), config.script_arg0, *config.script_args]
+
+
+class _Run:
+    """State of one child run while it is in flight."""
+
+    def __init__(self, config: RunConfig, nvml: Nvml | None, observer: Observer) -> None:
+        self.config = config
+        self.observer = observer
+        self.collector = EventCollector()
+        self.tail = bytearray()
+        self.run_id = uuid.uuid4().hex
+        self.started_ns = time.monotonic_ns()
+        self.stop_reason: StopReason | None = None
+        self.stop_asked_at: float | None = None
+        self.end_seen_at: float | None = None  # when the child said it is leaving
+        self.interrupted = False
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ, **{CHANNEL_FD_ENV: str(write_fd), RUN_ID_ENV: self.run_id})
+        try:
+            self.proc = subprocess.Popen(
+                child_command(config),
+                cwd=config.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)
+        self.events = os.fdopen(read_fd, "rb", buffering=0)
+        self.host = HostSampler(self.proc.pid, config.sample_interval_s)
+        self.gpu = GpuSampler(nvml, config.sample_interval_s) if nvml is not None else None
+        self.gpu_unavailable: str | None = None
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def watch(self) -> None:
+        """Read events and output until the child is gone or must be stopped."""
+        deadline = time.monotonic() + self.config.timeout_s
+        with self._selector() as selector:
+            while self.proc.poll() is None and not self._gave_up():
+                if self.stop_asked_at is None and time.monotonic() > deadline:
+                    self.ask_stop(StopReason.TIMEOUT)
+                self._pump(selector, POLL_S)
+
+    def _selector(self) -> selectors.DefaultSelector:
+        selector = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        selector.register(self.events, selectors.EVENT_READ, self._on_events)
+        selector.register(self.proc.stdout, selectors.EVENT_READ, self._on_output)
+        return selector
+
+    def _pump(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for data on either pipe and hand it on; forget closed pipes."""
+        for key, _ in selector.select(timeout_s):
+            data = _read_some(key.fd)
+            if data:
+                key.data(data)
+            elif data is not None:
+                selector.unregister(key.fileobj)
+
+    def _gave_up(self) -> bool:
+        """The child was asked to stop (or said it ended) but has not left within the grace."""
+        since = self.stop_asked_at if self.stop_asked_at is not None else self.end_seen_at
+        return since is not None and time.monotonic() - since > self.config.stop_grace_s
+
+    def _on_events(self, data: bytes) -> None:
+        for event in self.collector.feed(data):
+            if event["kind"] == "iterator":
+                self.host.note_workers(event["worker_pids"])
+            elif event["kind"] == "end":
+                self.end_seen_at = time.monotonic()
+        done = self.collector.most_batches()
+        if self.observer.on_batches is not None:
+            self.observer.on_batches(done, self.config.requested_batches)
+        if done >= self.config.requested_batches and self.stop_asked_at is None:
+            self.ask_stop(StopReason.ENOUGH_BATCHES)
+
+    def _on_output(self, data: bytes) -> None:
+        self.tail.extend(data)
+        del self.tail[:-OUTPUT_TAIL_BYTES]
+        if self.observer.on_output is not None:
+            self.observer.on_output(data)
+
+    def ask_stop(self, reason: StopReason) -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.stop_asked_at = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, STOP_SIGNAL)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Terminate what is left of the run, then read what the pipes still hold."""
+        terminate_run(self.proc, self.run_id, self.host.tracked_pids())
+        deadline = time.monotonic() + DRAIN_S
+        with self._selector() as selector:
+            while selector.get_map() and time.monotonic() < deadline:
+                self._pump(selector, max(0.0, deadline - time.monotonic()))
+        self.events.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def result(self, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
+        c = self.collector
+        status, reason = self._status()
+        signal_name = _signal_name(self.proc.returncode)
+        gpu_samples, gpu_health = gpu if gpu is not None else ((), None)
+        gpu_unavailable = self.gpu_unavailable
+        if gpu_health is not None and gpu_health.unavailable and not gpu_samples:
+            gpu_unavailable = "; ".join(gpu_health.unavailable)
+        return RunResult(
+            spec=self.config.spec,
+            status=status,
+            stop_reason=reason,
+            requested_batches=self.config.requested_batches,
+            warmup_batches=self.config.warmup,
+            started_ns=self.started_ns,
+            ended_ns=time.monotonic_ns(),
+            exit_code=c.end_exit_code if c.end_exit_code is not None else self.proc.returncode,
+            signal_name=signal_name if c.end_reason is None else None,
+            error=c.error,
+            output_tail=self.tail.decode(errors="replace"),
+            cpu_count=cpu_count(),
+            env=c.env,
+            loaders=tuple(c.loaders),
+            iterators=tuple(c.iterators),
+            batches=tuple(c.batches),
+            layouts=tuple(c.layouts),
+            substitutions=tuple(c.substitutions),
+            host_samples=host[0],
+            host_health=host[1],
+            gpu_samples=gpu_samples,
+            gpu_unavailable=gpu_unavailable,
+            schedstat=c.schedstat,
+        )
+
+    def _status(self) -> tuple[RunStatus, StopReason]:
+        c = self.collector
+        if self.interrupted:
+            return RunStatus.INTERRUPTED, StopReason.INTERRUPTED
+        if self.stop_reason is StopReason.ENOUGH_BATCHES:
+            return RunStatus.OK, StopReason.ENOUGH_BATCHES
+        if self.stop_reason is StopReason.TIMEOUT:
+            return RunStatus.TIMEOUT, StopReason.TIMEOUT
+        if c.end_reason is StopReason.SCRIPT_ENDED:
+            ok = c.end_exit_code == 0
+            return (RunStatus.OK if ok else RunStatus.FAILED), StopReason.SCRIPT_ENDED
+        if c.end_reason is StopReason.SCRIPT_RAISED:
+            return RunStatus.FAILED, StopReason.SCRIPT_RAISED
+        return RunStatus.FAILED, StopReason.CHILD_DIED
+
+
+def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observer | None = None) -> RunResult:
+    """Run the script once under ``config.spec`` and return what was measured.
+
+    ``nvml`` is an open NVML (sampled), or the reason there is none. Ctrl-C (KeyboardInterrupt)
+    during the run stops it and returns a result with status ``interrupted``.
+    """
+    with _ignoring_interrupts():  # a Ctrl-C while spawning waits for the run to be tracked
+        run = _Run(config, nvml if isinstance(nvml, Nvml) else None, observer or Observer())
+        if isinstance(nvml, str):
+            run.gpu_unavailable = nvml
+        run.host.start()
+        if run.gpu is not None:
+            run.gpu.start()
+    try:
+        run.watch()
+    except KeyboardInterrupt:
+        run.interrupted = True
+    finally:
+        with _ignoring_interrupts():
+            host = run.host.stop()
+            gpu = run.gpu.stop() if run.gpu is not None else None
+            if run.stop_asked_at is None and run.proc.poll() is None:
+                run.ask_stop(StopReason.INTERRUPTED)
+                _wait(run.proc, config.stop_grace_s)
+            run.finish()
+    return run.result(host, gpu)
+
+
+# --------------------------------------------------------------------------------------------
+# Process hygiene
+# --------------------------------------------------------------------------------------------
+
+
+def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[int]) -> None:
+    """Terminate every process of a run: workers and other descendants first, then the child.
+
+    Finds them three ways, so none escapes: the child's descendants, the child's process group
+    (workers orphaned by a dead child keep it), and the run id in their environment.
+    """
+    others = [p for p in _run_processes(proc.pid, run_id, known_pids) if p.pid != proc.pid]
+    _signal_all(others, signal.SIGTERM)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+    _, alive = psutil.wait_procs(others, timeout=KILL_GRACE_S)
+    _signal_all(alive, signal.SIGKILL)
+    if not _wait(proc, KILL_GRACE_S):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        _wait(proc, KILL_GRACE_S)
+    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
+
+
+def _run_processes(root: int, run_id: str, known: list[int]) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        for p in psutil.Process(root).children(recursive=True):
+            found[p.pid] = p
+    for p in psutil.process_iter():
+        if p.pid in found or p.pid == os.getpid():
+            continue
+        if p.pid in known or _in_group(p.pid, root) or _has_run_id(p, run_id):
+            found[p.pid] = p
+    return list(found.values())
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
+def _has_run_id(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get(RUN_ID_ENV) == run_id
+    except psutil.Error:
+        return False
+
+
+def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    try:
+        proc.wait(timeout=timeout_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+@contextlib.contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    """A second Ctrl-C must not abandon the clean-up half way (and leave workers behind)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to mask
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _read_some(fd: int) -> bytes | None:
+    """Up to 64 KiB from a pipe the selector said is readable: b"" at end of file, None when
+    there was nothing after all."""
+    try:
+        return os.read(fd, 65536)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
+def _signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"

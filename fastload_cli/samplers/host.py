@@ -1,0 +1,172 @@
+"""The child's process tree and the system, sampled with psutil.
+
+Each sample holds cumulative counters (CPU seconds, run-queue seconds, bytes read); the analyzer
+turns differences between samples into rates over exactly the window it cares about. A field
+that cannot be read is ``None`` and its reason is recorded once in ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+
+import psutil
+
+from fastload_cli.records import HostSample, ProcRole, ProcSample, SamplerHealth, SystemSample
+from fastload_cli.samplers.ticker import Ticker
+
+RESCAN_EVERY_TICKS = 10  # full descendant scans are ~1 ms; worker pids also arrive as events
+
+
+class HostSampler:
+    """Samples ``root_pid`` and its descendants, plus system CPU and disk, on a steady clock."""
+
+    def __init__(self, root_pid: int, interval_s: float) -> None:
+        self._root_pid = root_pid
+        self._procs: dict[int, psutil.Process] = {}
+        self._workers: frozenset[int] = frozenset()
+        self._lock = threading.Lock()
+        self._unavailable: dict[str, str] = {}
+        self._tick = 0
+        self._ticker: Ticker[HostSample] = Ticker(self.sample, interval_s, "fastload-host-sampler")
+        self._track(root_pid)
+
+    # -- public ----------------------------------------------------------------------------
+
+    def note_workers(self, pids: Iterable[int]) -> None:
+        """DataLoader worker pids reported by the child: tracked from the next tick on."""
+        with self._lock:
+            self._workers = self._workers | frozenset(pids)
+        for pid in pids:
+            self._track(pid)
+
+    def start(self) -> None:
+        self._ticker.start()
+
+    def stop(self) -> tuple[tuple[HostSample, ...], SamplerHealth]:
+        samples = tuple(self._ticker.stop())
+        if self._ticker.error is not None:
+            self._unavailable.setdefault("sampler", f"stopped early: {self._ticker.error!r}")
+        health = SamplerHealth(
+            interval_s=self._ticker.interval_s,
+            ticks=self._ticker.ticks,
+            late_ticks=self._ticker.late_ticks,
+            unavailable=tuple(f"{k}: {v}" for k, v in sorted(self._unavailable.items())),
+        )
+        return samples, health
+
+    def tracked_pids(self) -> list[int]:
+        with self._lock:
+            return list(self._procs)
+
+    def sample(self) -> HostSample:
+        t_ns = time.monotonic_ns()
+        if self._tick % RESCAN_EVERY_TICKS == 0:
+            self._rescan()
+        self._tick += 1
+        with self._lock:
+            procs = list(self._procs.items())
+            workers = self._workers
+        found = []
+        for pid, proc in procs:
+            role = ProcRole.MAIN if pid == self._root_pid else ProcRole.WORKER if pid in workers else ProcRole.OTHER
+            sample = self._sample_proc(proc, role)
+            if sample is None:
+                with self._lock:
+                    self._procs.pop(pid, None)
+            else:
+                found.append(sample)
+        return HostSample(t_ns=t_ns, procs=tuple(found), system=self._sample_system())
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _track(self, pid: int) -> None:
+        with self._lock:
+            if pid in self._procs:
+                return
+        try:
+            proc = psutil.Process(pid)
+        except psutil.Error:
+            return
+        with self._lock:
+            self._procs.setdefault(pid, proc)
+
+    def _rescan(self) -> None:
+        try:
+            children = psutil.Process(self._root_pid).children(recursive=True)
+        except psutil.Error:
+            return
+        with self._lock:
+            for child in children:
+                self._procs.setdefault(child.pid, child)
+
+    def _sample_proc(self, proc: psutil.Process, role: ProcRole) -> ProcSample | None:
+        try:
+            with proc.oneshot():
+                cpu = proc.cpu_times()
+                rss = self._field("rss", lambda: proc.memory_info().rss)
+                read = self._field("read_bytes", lambda: proc.io_counters().read_bytes)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            return None
+        except psutil.AccessDenied:
+            self._unavailable.setdefault("cpu", f"access denied to pid {proc.pid}")
+            return None
+        return ProcSample(
+            pid=proc.pid,
+            role=role,
+            cpu_s=cpu.user + cpu.system,
+            runq_s=self._runq(proc.pid),
+            rss_bytes=rss,
+            read_bytes=read,
+        )
+
+    def _field(self, name: str, read: object) -> int | None:
+        try:
+            return int(read())  # type: ignore[operator]
+        except (psutil.AccessDenied, AttributeError, NotImplementedError) as exc:
+            self._unavailable.setdefault(name, _why(exc))
+            return None
+
+    def _runq(self, pid: int) -> float | None:
+        """Seconds the process's main thread was runnable but waiting for a CPU."""
+        try:
+            with open(f"/proc/{pid}/schedstat", "rb") as handle:
+                return int(handle.read().split()[1]) / 1e9
+        except FileNotFoundError:
+            return None  # the process is gone, or the kernel has no schedstat
+        except (OSError, ValueError, IndexError) as exc:
+            self._unavailable.setdefault("runq", _why(exc))
+            return None
+
+    def _sample_system(self) -> SystemSample:
+        times = psutil.cpu_times()
+        iowait = getattr(times, "iowait", None)
+        idle = times.idle
+        busy = sum(times) - idle - (iowait or 0.0) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+        disk = self._field("disk_read_bytes", _disk_read_bytes)
+        if iowait is None:
+            self._unavailable.setdefault("iowait", "not reported on this platform")
+        return SystemSample(busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=disk)
+
+
+def _disk_read_bytes() -> int:
+    counters = psutil.disk_io_counters(perdisk=False)
+    if counters is None:
+        raise NotImplementedError("no disks reported")
+    return int(counters.read_bytes)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, psutil.AccessDenied):
+        return "permission denied"
+    return str(exc) or type(exc).__name__
+
+
+def cpu_count() -> int | None:
+    """CPUs this process may run on (affinity), which is what workers can use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return psutil.cpu_count()

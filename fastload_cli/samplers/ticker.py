@@ -1,0 +1,60 @@
+"""A deadline-driven sampling loop in a background thread that counts late ticks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Ticker(Generic[T]):
+    """Calls ``sample()`` every ``interval_s`` on fixed deadlines (not "sleep after work").
+
+    A tick that starts after its deadline is counted late; when the loop falls a whole interval
+    behind it skips ahead instead of bursting, so samples stay evenly spread.
+    """
+
+    def __init__(self, sample: Callable[[], T | None], interval_s: float, name: str) -> None:
+        self._sample = sample
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.samples: list[T] = []
+        self.ticks = 0
+        self.late_ticks = 0
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._take()
+        self._thread.start()
+
+    def stop(self) -> list[T]:
+        """Stop the loop, take one last sample (so the run's end is covered), return all."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._take()
+        return self.samples
+
+    def _take(self) -> None:
+        found = self._sample()
+        self.ticks += 1
+        if found is not None:
+            self.samples.append(found)
+
+    def _loop(self) -> None:
+        deadline = time.monotonic() + self.interval_s
+        try:
+            while not self._stop.wait(max(0.0, deadline - time.monotonic())):
+                now = time.monotonic()
+                if now - deadline > self.interval_s * 0.5:
+                    self.late_ticks += 1
+                if now - deadline > self.interval_s:
+                    deadline = now
+                self._take()
+                deadline += self.interval_s
+        except BaseException as exc:  # recorded, never lost: the run goes on without samples
+            self.error = exc
