@@ -1,0 +1,121 @@
+"""From measured runs to a verdict and recommendations: pure functions, no I/O, no clock.
+
+``analyze(runs)`` is the entry point; it never returns None: without enough data the verdict is
+``inconclusive`` and the caveats say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import primary_loader, summarize
+from fastload_cli.analyzer.recommend import recommend
+from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.records import Mode, Recommendation, RunResult, RunStatus, RunSummary, StopReason, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    summaries: tuple[RunSummary, ...]
+    verdict: Verdict
+    recommendations: tuple[Recommendation, ...]
+    facts: Facts
+
+
+def analyze(runs: Sequence[RunResult]) -> Analysis:
+    summaries = tuple(summarize(run) for run in runs)
+    facts = gather_facts(runs, summaries)
+    verdict = decide(facts, caveats(runs, summaries))
+    return Analysis(summaries=summaries, verdict=verdict, recommendations=recommend(facts, verdict), facts=facts)
+
+
+def _first(
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
+) -> tuple[RunResult, RunSummary] | None:
+    return next(((r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode), None)
+
+
+def gather_facts(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> Facts:
+    real = _first(runs, summaries, Mode.REAL)
+    synthetic = _first(runs, summaries, Mode.SYNTHETIC)
+    no_aug = _first(runs, summaries, Mode.NO_AUG)
+    real_run = real[0] if real else None
+    return Facts(
+        real=real[1] if real else None,
+        synthetic=synthetic[1] if synthetic else None,
+        no_aug=no_aug[1] if no_aug else None,
+        loader=primary_loader(real_run) if real_run else None,
+        cpu_count=real_run.cpu_count if real_run else None,
+        cuda_in_use=any(r.env.cuda_in_use for r in runs),
+        augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
+        substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ())),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Caveats: what could not be measured, and what makes a number rough
+# --------------------------------------------------------------------------------------------
+
+
+def caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[str, ...]:
+    found: list[str] = []
+    for run, summary in zip(runs, summaries, strict=True):
+        found.extend(_run_caveats(run, summary))
+    found.extend(_missing_modes(runs))
+    found.extend(_sampler_caveats(runs))
+    return tuple(dict.fromkeys(found))
+
+
+def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
+    found = []
+    if run.status is not RunStatus.OK:
+        what = s.error or run.status.value
+        kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
+        found.append(f"{s.mode} run {run.status.value}: {what}{kept}.")
+    elif run.stop_reason is StopReason.SCRIPT_ENDED and len(run.batches) < run.requested_batches:
+        found.append(
+            f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "
+            f"{run.requested_batches}); its numbers rest on fewer batches."
+        )
+    if 0 < s.batches < th.MIN_STEADY_BATCHES:
+        found.append(f"{s.mode}: only {s.batches} steady-state batches were measured: figures are rough.")
+    if s.batches and s.loader_busy_fraction is None and s.num_workers:
+        found.append(f"{s.mode}: the workers' CPU use could not be read, so CPU and IO cannot be told apart.")
+    return found
+
+
+def _missing_modes(runs: Sequence[RunResult]) -> list[str]:
+    modes = {r.spec.mode for r in runs}
+    found = []
+    if Mode.SYNTHETIC not in modes:
+        found.append("No synthetic run: the speedup ceiling is unknown, and expected gains with it.")
+    real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
+    if (
+        Mode.NO_AUG not in modes
+        and real is not None
+        and real.loaders
+        and not any(lo.augmentations for lo in real.loaders)
+    ):
+        found.append("No random augmentation was found in the datasets' transforms, so no no-aug run was made.")
+    return found
+
+
+def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
+    found = []
+    for run in runs:
+        if not run.gpu_samples and run.gpu_unavailable:
+            found.append(f"GPU busy % not measured: NVML unavailable: {run.gpu_unavailable}.")
+        if run.batches and not run.schedstat:
+            found.append("Run-queue time is not readable here (/proc schedstat), so CPU contention is not counted.")
+        health = run.host_health
+        if health is None:
+            continue
+        found.extend(f"Not measured: {item}." for item in health.unavailable)
+        if health.ticks and health.late_ticks / health.ticks > th.LATE_TICKS_NOTABLE:
+            found.append(
+                f"The sampler fell behind in the {run.label} run ({health.late_ticks} of {health.ticks} ticks late): "
+                "CPU figures are coarser."
+            )
+    return found

@@ -1,0 +1,290 @@
+"""Per-run numbers: pure functions of one ``RunResult``.
+
+The measured window is the steady state of the training loader: its batches after warm-up,
+leaving out the first batch of every epoch (worker start-up is reported on its own). Each steady
+batch contributes one *step*: from the end of the previous batch's wait to the end of its own,
+of which the wait is the data-wait part. Counters sampled outside the child (CPU seconds, bytes
+read) are cumulative, so their rate over the window is a difference of interpolated values at the
+window's edges; the window can be several spans when it crosses epochs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from fastload_cli.records import (
+    BatchRecord,
+    HostSample,
+    LoaderInfo,
+    ProcRole,
+    ProcSample,
+    RunResult,
+    RunStatus,
+    RunSummary,
+    StopReason,
+)
+
+NS = 1e9
+Span = tuple[int, int]  # (start_ns, end_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    batch: BatchRecord
+    previous_end_ns: int  # the end of the previous batch's wait, same epoch
+
+    @property
+    def step_ns(self) -> int:
+        return self.batch.wait_end_ns - self.previous_end_ns
+
+
+# --------------------------------------------------------------------------------------------
+# Which batches count
+# --------------------------------------------------------------------------------------------
+
+
+def primary_loader_id(run: RunResult) -> int | None:
+    """The loader that delivered the most batches: the training loader, as a rule."""
+    counts = Counter(b.loader_id for b in run.batches)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def primary_loader(run: RunResult) -> LoaderInfo | None:
+    loader_id = primary_loader_id(run)
+    return next((lo for lo in run.loaders if lo.loader_id == loader_id), run.loaders[0] if run.loaders else None)
+
+
+def loader_batches(run: RunResult) -> list[BatchRecord]:
+    """The training loader's batches, up to the number fastload asked for."""
+    loader_id = primary_loader_id(run)
+    return [b for b in run.batches if b.loader_id == loader_id][: run.requested_batches]
+
+
+def steady_steps(run: RunResult) -> list[Step]:
+    """Steps after warm-up, without the first batch of any epoch.
+
+    When the script delivered too few batches to leave warm-up, the batches after the first are
+    used instead (the report's caveats say so).
+    """
+    batches = loader_batches(run)
+    skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
+    previous: dict[int, int] = {}
+    steps = []
+    for position, batch in enumerate(batches):
+        before = previous.get(batch.iterator_id)
+        previous[batch.iterator_id] = batch.wait_end_ns
+        if position >= skip and batch.index > 0 and before is not None:
+            steps.append(Step(batch=batch, previous_end_ns=before))
+    return steps
+
+
+def spans(steps: list[Step]) -> list[Span]:
+    """The window as contiguous time spans (a new span where an epoch boundary was left out)."""
+    found: list[Span] = []
+    for step in steps:
+        if found and found[-1][1] == step.previous_end_ns:
+            found[-1] = (found[-1][0], step.batch.wait_end_ns)
+        else:
+            found.append((step.previous_end_ns, step.batch.wait_end_ns))
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# Cumulative counters over the window
+# --------------------------------------------------------------------------------------------
+
+
+class Cumulative:
+    """A cumulative counter sampled at times ``t``; linear between samples, flat outside them."""
+
+    def __init__(self, points: Iterable[tuple[int, float]]) -> None:
+        pairs = sorted(points)
+        self.t = [p[0] for p in pairs]
+        self.v = [p[1] for p in pairs]
+
+    def at(self, t_ns: int) -> float:
+        i = bisect.bisect_left(self.t, t_ns)
+        if i == 0:
+            return self.v[0]
+        if i == len(self.t):
+            return self.v[-1]
+        t0, t1, v0, v1 = self.t[i - 1], self.t[i], self.v[i - 1], self.v[i]
+        return v0 + (v1 - v0) * (t_ns - t0) / (t1 - t0) if t1 > t0 else v1
+
+    def over(self, window: list[Span]) -> float:
+        return sum(self.at(end) - self.at(start) for start, end in window)
+
+
+def proc_series(
+    samples: tuple[HostSample, ...], role: ProcRole, value: Callable[[ProcSample], float | None]
+) -> list[Cumulative] | None:
+    """One series per process of ``role``; None when no such process had a readable value."""
+    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for sample in samples:
+        for proc in sample.procs:
+            found = value(proc) if proc.role is role else None
+            if found is not None:
+                points[proc.pid].append((sample.t_ns, found))
+    return [Cumulative(p) for p in points.values()] or None
+
+
+Reading = Callable[[ProcSample], float | None]
+
+
+def role_delta(samples: tuple[HostSample, ...], role: ProcRole, window: list[Span], value: Reading) -> float | None:
+    """How much ``value`` grew over the window, summed over the processes of ``role``."""
+    series = proc_series(samples, role, value)
+    return None if series is None else sum(s.over(window) for s in series)
+
+
+def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Reading) -> float | None:
+    """The same, over the whole process tree."""
+    found = [d for d in (role_delta(samples, role, window, value) for role in ProcRole) if d is not None]
+    return sum(found) if found else None
+
+
+def system_fractions(samples: tuple[HostSample, ...], window: list[Span]) -> tuple[float | None, float | None]:
+    """(busy, iowait) as fractions of all CPU time on the machine over the window."""
+    if len(samples) < 2 or not window:
+        return None, None
+    busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
+    idle = Cumulative((s.t_ns, s.system.idle_s) for s in samples).over(window)
+    has_iowait = all(s.system.iowait_s is not None for s in samples)
+    iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else 0.0
+    total = busy + idle + iowait
+    if total <= 0:
+        return None, None
+    return busy / total, (iowait / total if has_iowait else None)
+
+
+# --------------------------------------------------------------------------------------------
+# The summary
+# --------------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-quantile (0..1) with linear interpolation; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def startup_s(run: RunResult) -> float | None:
+    """From the first iter() of the training loader to its first batch."""
+    loader_id = primary_loader_id(run)
+    first_iter = next((it for it in run.iterators if it.loader_id == loader_id), None)
+    first_batch = next((b for b in run.batches if b.loader_id == loader_id), None)
+    if first_iter is None or first_batch is None:
+        return None
+    return (first_batch.wait_end_ns - first_iter.started_ns) / NS
+
+
+def loader_busy_fraction(run: RunResult, steps: list[Step], window: list[Span], window_s: float) -> float | None:
+    """Share of time the loading processes were on a CPU or runnable, waiting for one.
+
+    With workers: the workers' CPU and run-queue time over the window, per worker. Without
+    workers the main thread loads while the loop waits: its CPU (and run-queue) time during the
+    waits, as the child measured it, over the time waited.
+    """
+    loader = primary_loader(run)
+    if loader is None or window_s <= 0:
+        return None
+    if loader.num_workers == 0:
+        waited = sum(s.batch.wait_ns for s in steps)
+        if waited <= 0 or any(s.batch.thread_cpu_ns is None for s in steps):
+            return None
+        on_cpu = sum((s.batch.thread_cpu_ns or 0) + (s.batch.thread_runq_ns or 0) for s in steps)
+        return min(1.0, on_cpu / waited)
+    cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
+    if cpu is None:
+        return None
+    runq = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.runq_s) or 0.0
+    return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
+
+
+def gpu_util_percent(run: RunResult, window: list[Span]) -> float | None:
+    """Device busy % averaged over the window, for the busiest visible device."""
+    inside = [g for g in run.gpu_samples if g.util_percent is not None and any(a <= g.t_ns <= b for a, b in window)]
+    per_device: dict[int, list[float]] = defaultdict(list)
+    for g in inside:
+        per_device[g.index].append(g.util_percent or 0.0)
+    return max((statistics.fmean(v) for v in per_device.values()), default=None)
+
+
+def peak_rss(samples: tuple[HostSample, ...]) -> int | None:
+    totals = [sum(p.rss_bytes for p in s.procs if p.rss_bytes is not None) for s in samples if s.procs]
+    return max(totals) if totals and any(totals) else None
+
+
+def describe_error(run: RunResult) -> str | None:
+    if run.error is not None:
+        return f"{run.error.type_name}: {run.error.message}".strip().rstrip(":")
+    if run.status is RunStatus.TIMEOUT:
+        return "timed out"
+    if run.status is RunStatus.INTERRUPTED:
+        return "interrupted"
+    if run.signal_name is not None:
+        return f"killed by {run.signal_name}"
+    if run.status is RunStatus.FAILED and run.stop_reason is StopReason.SCRIPT_ENDED:
+        return f"exited with status {run.exit_code}"
+    if run.status is RunStatus.FAILED:
+        return "the script's process ended without reporting why"
+    return None
+
+
+def summarize(run: RunResult) -> RunSummary:
+    steps = steady_steps(run)
+    window = spans(steps)
+    window_ns = sum(b - a for a, b in window)
+    window_s = window_ns / NS
+    samples = sum(s.batch.samples for s in steps)
+    loader = primary_loader(run)
+    main_cpu = role_delta(run.host_samples, ProcRole.MAIN, window, lambda p: p.cpu_s)
+    worker_cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
+    read = tree_delta(run.host_samples, window, lambda p: p.read_bytes)
+    busy, iowait = system_fractions(run.host_samples, window)
+    steps_ms = [s.step_ns / 1e6 for s in steps]
+    compute_ms = [(s.step_ns - s.batch.wait_ns) / 1e6 for s in steps]
+    return RunSummary(
+        mode=run.label,
+        status=run.status,
+        num_workers=loader.num_workers if loader is not None else None,
+        batches=len(steps),
+        samples=samples,
+        wall_s=window_s if window_s > 0 else None,
+        throughput_samples_per_s=_per_s(samples, window_s),
+        throughput_batches_per_s=_per_s(len(steps), window_s),
+        data_wait_fraction=(sum(s.batch.wait_ns for s in steps) / window_ns) if window_ns > 0 else None,
+        step_ms_p50=percentile(steps_ms, 0.5),
+        step_ms_p90=percentile(steps_ms, 0.9),
+        startup_s=startup_s(run),
+        compute_ms_p50=percentile(compute_ms, 0.5),
+        main_cpu_percent=_percent(main_cpu, window_s),
+        workers_cpu_percent=(0.0 if loader is not None and loader.num_workers == 0 else _percent(worker_cpu, window_s)),
+        gpu_util_percent=gpu_util_percent(run, window),
+        read_bytes_per_s=_per_s(read, window_s),
+        error=describe_error(run),
+        loader_busy_fraction=loader_busy_fraction(run, steps, window, window_s),
+        system_cpu_busy_fraction=busy,
+        iowait_fraction=iowait,
+        rss_bytes=peak_rss(run.host_samples),
+        run_wall_s=(run.ended_ns - run.started_ns) / NS,
+        stop_reason=run.stop_reason.value,
+    )
+
+
+def _per_s(amount: float | None, window_s: float) -> float | None:
+    return None if amount is None or window_s <= 0 else amount / window_s
+
+
+def _percent(cpu_s: float | None, window_s: float) -> float | None:
+    per_s = _per_s(cpu_s, window_s)
+    return None if per_s is None else 100.0 * per_s

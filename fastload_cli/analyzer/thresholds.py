@@ -1,0 +1,67 @@
+"""Every number a verdict or recommendation depends on, with where it comes from.
+
+Published tools draw the "input-bound" line between 5% and 30% of step time spent waiting for
+data; fastload does not have to rely on that line alone, because it also measures the speedup a
+free input pipeline would give (the ``synthetic`` run).
+"""
+
+from __future__ import annotations
+
+# -- Is the input pipeline the limit? ----------------------------------------------------------
+
+# Data-wait fraction of the real run at or above which training is input-bound: TraceML's
+# critical level and loadtune's input-bound line (20%).
+WAIT_INPUT_BOUND = 0.20
+# Data-wait fraction below which the input pipeline is not a problem: TraceML's warning level.
+WAIT_COMPUTE_BOUND = 0.10
+# Speedup ceiling (synthetic / real throughput) at or above which the input pipeline is the
+# limit: a free pipeline would make training 1.5x faster, far outside run-to-run noise.
+CEILING_INPUT_BOUND = 1.5
+# Ceiling below which a free input pipeline would not help: run-to-run throughput on a shared
+# 2-core machine varies by up to ~10%, so smaller gains are not distinguishable from noise.
+CEILING_COMPUTE_BOUND = 1.15
+
+# The step itself (time outside the data wait) ran this much slower in the real run than with free
+# inputs: the loading processes take CPU (or memory bandwidth) from the training step. On a
+# CPU-only machine this, not the wait, is how an input pipeline slows training.
+CONTENTION_SIGNIFICANT = 1.3
+
+# -- Why is it the limit? ----------------------------------------------------------------------
+
+# no-aug / real throughput at or above which random augmentation is a cause in its own right
+# (a quarter more throughput with augmentation off; well outside noise).
+AUG_SPEEDUP_SIGNIFICANT = 1.25
+# Share of the loading processes' time spent on a CPU or runnable-waiting for one, at or above
+# which loading is CPU work (decode, augmentation, collate).
+LOADER_BUSY = 0.60
+# ...at or below which the loading processes mostly sleep: they wait on storage or latency.
+LOADER_IDLE = 0.35
+# System-wide CPU busy fraction at which every core is taken: published tools use 80-90%.
+CPU_SATURATED = 0.85
+# System iowait fraction worth quoting as evidence of storage stalls.
+IOWAIT_NOTABLE = 0.05
+# Device busy % below which a compute-bound CUDA run is limited by the host loop, not the GPU
+# (the GPU idles half the time even with free inputs).
+GPU_BUSY_LOW_PERCENT = 50.0
+
+# -- Confidence --------------------------------------------------------------------------------
+
+CONFIDENCE_STRONG = 0.9  # both signals (wait and ceiling) agree, and the cause was measured
+CONFIDENCE_ONE_SIGNAL = 0.7  # one signal clear, the other in between or missing
+CONFIDENCE_HEDGED = 0.5  # both signals in between: a mixed case
+CONFIDENCE_CAUSE_UNCLEAR = 0.75  # multiplier when the cause (cpu vs io) rests on weak evidence
+
+# -- Data quality ------------------------------------------------------------------------------
+
+# Fewer steady-state batches than this: numbers are rough, and the report says so.
+MIN_STEADY_BATCHES = 10
+# Share of late sampler ticks above which CPU readings are called coarse.
+LATE_TICKS_NOTABLE = 0.10
+
+# -- Recommendations ---------------------------------------------------------------------------
+
+# Worker count suggested for latency-bound loading when no sweep ran: enough concurrent reads to
+# hide storage latency on most systems (the sweep measures the best value).
+IO_WORKERS_SUGGESTED = 8
+# Upper end of a worker count suggested for CPU-bound loading without a sweep.
+CPU_WORKERS_CAP = 8
