@@ -1,0 +1,1 @@
+"""Renderers: each a pure converter from a ``Report``; ``cli.py`` does the writing."""

@@ -1,0 +1,31 @@
+"""``Report`` -> the ``fastload.report/1`` JSON document (a plain dict, ready for json.dump)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from fastload_cli.records import Report
+
+FLOAT_DIGITS = 4
+# Top-level keys in the order a reader expects; every other Report field follows.
+LEADING_KEYS = ("schema", "fastload_version", "command", "script", "script_args")
+
+
+def to_json(value: Any) -> Any:
+    """Records to dicts, enums to their values, tuples to lists, floats rounded."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, float):
+        return round(value, FLOAT_DIGITS)
+    if isinstance(value, (tuple, list)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def render(report: Report) -> dict[str, Any]:
+    body = to_json(report)
+    return {**{key: body.pop(key) for key in LEADING_KEYS}, **body}

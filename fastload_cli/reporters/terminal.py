@@ -1,0 +1,157 @@
+"""``Report`` -> a rich renderable: verdict, modes table, evidence, recommendations, caveats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from fastload_cli.records import Bottleneck, Recommendation, Report, RunStatus, RunSummary, Substitution, Verdict
+
+DASH = "—"
+VERDICT_STYLE = {
+    Bottleneck.CPU: "bold yellow",
+    Bottleneck.IO: "bold magenta",
+    Bottleneck.COMPUTE: "bold green",
+    Bottleneck.TRANSFER: "bold cyan",
+    Bottleneck.HOST: "bold cyan",
+    Bottleneck.INCONCLUSIVE: "bold",
+}
+MAX_SUBSTITUTIONS = 12
+
+
+def render(report: Report) -> RenderableType:
+    parts: list[RenderableType] = [_verdict(report.verdict, report)]
+    parts.append(_runs_table(report.runs))
+    parts.extend(_section("Evidence", [Text(line) for line in report.verdict.evidence]))
+    parts.extend(_section("Recommendations", [_recommendation(i, r) for i, r in enumerate(report.recommendations, 1)]))
+    parts.extend(_section("Substitutions (no-aug)", _substitutions(report.substitutions)))
+    parts.extend(_section("Caveats", [Text(line, style="dim") for line in report.verdict.caveats]))
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Pieces
+# --------------------------------------------------------------------------------------------
+
+
+def _verdict(v: Verdict, report: Report) -> Panel:
+    title = Text.assemble(("Verdict: ", "bold"), (v.label, VERDICT_STYLE[v.bottleneck]))
+    lines = [title]
+    facts = [f"confidence {v.confidence:.0%}"]
+    if v.speedup_ceiling is not None:
+        facts.append(f"speedup ceiling {v.speedup_ceiling:.2f}x (synthetic / real throughput)")
+    lines.append(Text(" · ".join(facts), style="dim"))
+    if report.interrupted:
+        lines.append(Text("Interrupted: this report covers what was measured before the stop.", style="bold red"))
+    heading = f"fastload {report.command} {report.script}"
+    return Panel(Group(*lines), title=heading, title_align="left", expand=True)
+
+
+def _runs_table(runs: tuple[RunSummary, ...]) -> Table:
+    """One column per mode, one row per measurement: stays narrow however many numbers there are."""
+    table = Table(expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("", style="bold", no_wrap=True)
+    for r in runs:
+        table.add_column(r.mode, justify="right", no_wrap=True)
+    for label, cell in ROWS:
+        table.add_row(label, *(cell(r) for r in runs))
+    return table
+
+
+def _status(r: RunSummary) -> Text:
+    return Text(r.status.value, style="green" if r.status is RunStatus.OK else "bold red")
+
+
+ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
+    ("status", _status),
+    ("throughput", lambda r: _num(r.throughput_samples_per_s, " samples/s")),
+    ("data wait", lambda r: _pct(r.data_wait_fraction)),
+    ("step p50 / p90", lambda r: _step(r.step_ms_p50, r.step_ms_p90)),
+    ("step outside wait p50", lambda r: _ms(r.compute_ms_p50)),
+    ("first batch after iter()", lambda r: _secs(r.startup_s)),
+    ("workers", lambda r: _int(r.num_workers)),
+    ("CPU main / workers", lambda r: f"{_cpu(r.main_cpu_percent)} / {_cpu(r.workers_cpu_percent)}"),
+    ("loaders on CPU", lambda r: _pct(r.loader_busy_fraction)),
+    ("machine CPU busy", lambda r: _pct(r.system_cpu_busy_fraction)),
+    ("GPU busy", lambda r: _cpu(r.gpu_util_percent)),
+    ("storage reads", lambda r: _bytes_rate(r.read_bytes_per_s)),
+    ("batches measured", lambda r: str(r.batches)),
+)
+
+
+def _recommendation(index: int, r: Recommendation) -> RenderableType:
+    gain = DASH if r.expected_speedup is None else f"up to {r.expected_speedup:.2f}x"
+    basis = "measured" if r.measured else "estimated"
+    head = Text.assemble((f"{index}. {r.title}", "bold"), (f"  [{gain}, {basis}]", "dim"))
+    return Group(head, Padding(Text(r.detail), (0, 0, 0, 3)))
+
+
+def _substitutions(subs: tuple[Substitution, ...]) -> list[RenderableType]:
+    lines: list[RenderableType] = []
+    for s in subs[:MAX_SUBSTITUTIONS]:
+        guess = " (guessed from its name)" if s.guessed else ""
+        lines.append(Text(f"{s.location}: {s.original} -> {s.replacement}{guess}"))
+    if len(subs) > MAX_SUBSTITUTIONS:
+        lines.append(Text(f"... and {len(subs) - MAX_SUBSTITUTIONS} more (see --json)", style="dim"))
+    return lines
+
+
+def _section(title: str, items: list[RenderableType]) -> list[RenderableType]:
+    if not items:
+        return []
+    bullets = [Padding(item, (0, 0, 0, 2)) for item in items]
+    return [Text(""), Text(title, style="bold underline"), *bullets]
+
+
+# --------------------------------------------------------------------------------------------
+# Number formatting: a dash for what was not measured, never a 0
+# --------------------------------------------------------------------------------------------
+
+
+def _int(value: int | None) -> str:
+    return DASH if value is None else str(value)
+
+
+def _num(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return DASH
+    return (f"{value:,.0f}" if value >= 100 else f"{value:.1f}") + unit
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return DASH
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def _pct(fraction: float | None) -> str:
+    return DASH if fraction is None else f"{100 * fraction:.0f}%"
+
+
+def _cpu(percent: float | None) -> str:
+    return DASH if percent is None else f"{percent:.0f}%"
+
+
+def _secs(value: float | None) -> str:
+    return DASH if value is None else f"{value:.2f} s"
+
+
+def _step(p50: float | None, p90: float | None) -> str:
+    if p50 is None or p90 is None:
+        return DASH
+    return f"{p50:.0f}/{p90:.0f} ms" if p50 >= 10 else f"{p50:.1f}/{p90:.1f} ms"
+
+
+def _bytes_rate(value: float | None) -> str:
+    if value is None:
+        return DASH
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B/s"
