@@ -1,0 +1,67 @@
+"""Small data sets for the example scripts, made on first use (no downloads).
+
+Written to a temporary directory first and renamed into place, so an interrupted first run never
+leaves a half-made data set behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fastload-examples"
+
+
+def ensure(root: Path, make: Callable[[Path], None]) -> Path:
+    """``root``, made by ``make(tmp_dir)`` if it does not exist yet."""
+    if root.is_dir():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+    try:
+        make(tmp)
+        os.rename(tmp, root)
+    except OSError:
+        if not root.is_dir():  # a concurrent first run may have won the race: that is fine
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def image_folder(classes: int = 10, per_class: int = 200, size: int = 192) -> Path:
+    """An ImageFolder tree of JPEGs: smooth colour fields with grain, like small photos."""
+    import torch
+    from torchvision.transforms.functional import to_pil_image
+
+    def make(tmp: Path) -> None:
+        generator = torch.Generator().manual_seed(0)
+        for c in range(classes):
+            folder = tmp / f"class_{c:02d}"
+            folder.mkdir()
+            coarse = torch.rand(per_class, 3, 6, 6, generator=generator)
+            images = torch.nn.functional.interpolate(coarse, size=(size, size), mode="bicubic", align_corners=False)
+            images = (images + 0.08 * torch.rand(images.shape, generator=generator)).clamp(0, 1)
+            for i, image in enumerate(images):
+                to_pil_image(image).save(folder / f"{i:04d}.jpg", quality=90)
+
+    return ensure(cache_dir() / f"image-folder-{classes}x{per_class}-{size}px", make)
+
+
+def tensor_files(count: int = 1024, shape: tuple[int, ...] = (3, 32, 32)) -> Path:
+    """One raw float32 file per sample, the way many data sets sit on a network share."""
+    import torch
+
+    def make(tmp: Path) -> None:
+        generator = torch.Generator().manual_seed(0)
+        for i in range(count):
+            sample = torch.rand(shape, generator=generator)
+            (tmp / f"{i:05d}.bin").write_bytes(sample.numpy().tobytes())
+
+    return ensure(cache_dir() / f"tensor-files-{count}", make)

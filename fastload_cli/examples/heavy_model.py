@@ -1,0 +1,61 @@
+"""Train a convolutional network on an in-memory tensor data set.
+
+The data are already tensors in RAM, so loading a batch is a few indexing operations; the
+network's forward and backward passes take the time.
+
+    python heavy_model.py [--epochs N] [--steps N] [--batch-size N]
+"""
+
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def build_model(classes: int) -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.Conv2d(64, 128, 3, stride=2, padding=1), nn.BatchNorm2d(128), nn.ReLU(),
+        nn.Conv2d(128, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU(),
+        nn.Conv2d(128, 256, 3, stride=2, padding=1), nn.BatchNorm2d(256), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, classes),
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    images = torch.randn(4096, 3, 32, 32)
+    labels = torch.randint(0, 100, (4096,))
+    loader = DataLoader(TensorDataset(images, labels), batch_size=args.batch_size, shuffle=True)
+    model = build_model(100)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    step, seen, started = 0, 0, None
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == 5:
+                started, seen = time.perf_counter(), 0
+            seen += len(y)
+            if step == args.steps:
+                break
+        print(f"epoch {epoch}: loss {loss.item():.3f}")
+        if step == args.steps:
+            break
+    if started is not None:
+        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+
+
+if __name__ == "__main__":
+    main()

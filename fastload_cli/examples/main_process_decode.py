@@ -1,0 +1,81 @@
+"""Train a small CNN on JPEG files decoded in the main process (num_workers=0).
+
+No augmentation at all: each image is decoded, resized and normalised, one after another, in the
+training process itself, between optimizer steps.
+
+    python main_process_decode.py [--epochs N] [--steps N] [--batch-size N]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from _example_data import image_folder
+from PIL import Image
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+
+class JpegDataset(Dataset):
+    def __init__(self, root: Path) -> None:
+        self.files = sorted(root.glob("*/*.jpg"))
+        self.classes = sorted({f.parent.name for f in self.files})
+        self.prepare = transforms.Compose(
+            [
+                transforms.Resize(144),
+                transforms.CenterCrop(128),
+                transforms.ToTensor(),
+                transforms.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)),
+            ]
+        )
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int):
+        path = self.files[index]
+        with Image.open(path) as image:
+            pixels = self.prepare(image.convert("RGB"))
+        return pixels, self.classes.index(path.parent.name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    dataset = JpegDataset(image_folder())
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, len(dataset.classes)),
+    )  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    step, seen, started = 0, 0, None
+    for epoch in range(args.epochs):
+        for images, labels in loader:
+            loss = nn.functional.cross_entropy(model(images), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == 5:
+                started, seen = time.perf_counter(), 0
+            seen += len(labels)
+            if step == args.steps:
+                break
+        print(f"epoch {epoch}: loss {loss.item():.3f}")
+        if step == args.steps:
+            break
+    if started is not None:
+        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Train a small network on samples stored one file per sample on slow, remote storage.
+
+Each read pays a round trip to the storage server (emulated here with a fixed delay per read,
+as on a network file system or an object store), then decodes raw float32 bytes. Two workers
+issue reads; most of their time is spent waiting, not computing.
+
+    python storage_latency.py [--epochs N] [--steps N] [--latency-ms MS] [--workers N]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from _example_data import tensor_files
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class RemoteFiles(Dataset):
+    def __init__(self, root: Path, latency_s: float) -> None:
+        self.files = sorted(root.glob("*.bin"))
+        self.latency_s = latency_s
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int):
+        time.sleep(self.latency_s)  # the storage round trip
+        raw = bytearray(self.files[index].read_bytes())
+        sample = torch.frombuffer(raw, dtype=torch.float32).view(3, 32, 32)
+        return sample, index % 10
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--latency-ms", type=float, default=8.0)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    dataset = RemoteFiles(tensor_files(), args.latency_ms / 1000)
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 256), nn.ReLU(), nn.Linear(256, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    step, seen, started = 0, 0, None
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == 5:
+                started, seen = time.perf_counter(), 0
+            seen += len(y)
+            if step == args.steps:
+                break
+        print(f"epoch {epoch}: loss {loss.item():.3f}")
+        if step == args.steps:
+            break
+    if started is not None:
+        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+
+
+if __name__ == "__main__":
+    main()
