@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from fastload_cli import __version__
 from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunConfig
@@ -329,7 +330,7 @@ def emit_report(report: Report, out: Output) -> None:
 
 def note(out: Output, message: str) -> None:
     if not out.quiet:
-        stderr.print(message, markup=False)
+        stderr.print(message, markup=False, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,9 +350,9 @@ def error_boundary(out: Output) -> Iterator[None]:
             stderr.print("[dim]---[/dim]")
         if out.debug:
             stderr.print_exception()
-        stderr.print(f"[bold red]Error:[/bold red] {exc.message}", highlight=False)
+        stderr.print(Text.assemble(("Error:", "bold red"), f" {exc.message}"), soft_wrap=True)
         if exc.hint:
-            stderr.print(f"[bold]Hint:[/bold] {exc.hint}", highlight=False)
+            stderr.print(Text.assemble(("Hint:", "bold"), f" {exc.hint}"), soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
 
 

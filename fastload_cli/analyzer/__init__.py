@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import primary_loader, summarize
-from fastload_cli.analyzer.recommend import recommend
+from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import Mode, Recommendation, RunResult, RunStatus, RunSummary, StopReason, Verdict
 
@@ -65,6 +65,7 @@ def caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple
         found.extend(_run_caveats(run, summary))
     found.extend(_missing_modes(runs))
     found.extend(_sampler_caveats(runs))
+    found.extend(_gpu_caveats(runs, summaries))
     return tuple(dict.fromkeys(found))
 
 
@@ -81,7 +82,7 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
         )
     if 0 < s.batches < th.MIN_STEADY_BATCHES:
         found.append(f"{s.mode}: only {s.batches} steady-state batches were measured: figures are rough.")
-    if s.batches and s.loader_busy_fraction is None and s.num_workers:
+    if run.spec.mode is Mode.REAL and s.batches and s.loader_busy_fraction is None and s.num_workers:
         found.append(f"{s.mode}: the workers' CPU use could not be read, so CPU and IO cannot be told apart.")
     return found
 
@@ -105,8 +106,6 @@ def _missing_modes(runs: Sequence[RunResult]) -> list[str]:
 def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
     found = []
     for run in runs:
-        if not run.gpu_samples and run.gpu_unavailable:
-            found.append(f"GPU busy % not measured: NVML unavailable: {run.gpu_unavailable}.")
         if run.batches and not run.schedstat:
             found.append("Run-queue time is not readable here (/proc schedstat), so CPU contention is not counted.")
         health = run.host_health
@@ -118,4 +117,19 @@ def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
                 f"The sampler fell behind in the {run.label} run ({health.late_ticks} of {health.ticks} ticks late): "
                 "CPU figures are coarser."
             )
+    return found
+
+
+def _gpu_caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> list[str]:
+    """A reason for every run whose GPU busy % is null."""
+    found = []
+    for run, summary in zip(runs, summaries, strict=True):
+        if summary.gpu_util_percent is not None or not summary.batches:
+            continue
+        if run.gpu_unavailable:
+            found.append(f"GPU busy % not measured: NVML unavailable: {run.gpu_unavailable}.")
+        elif run.gpu_samples:
+            found.append(f"GPU busy % not measured in the {run.label} run: NVML gave no utilisation readings.")
+        else:
+            found.append("GPU busy % not measured: NVML was not sampled.")
     return found

@@ -65,3 +65,7 @@ LATE_TICKS_NOTABLE = 0.10
 IO_WORKERS_SUGGESTED = 8
 # Upper end of a worker count suggested for CPU-bound loading without a sweep.
 CPU_WORKERS_CAP = 8
+# Per-batch cost of receiving a batch from a worker process (pickling, shared-memory handoff,
+# queues): about a millisecond for small batches. Loading faster than this is not worth moving
+# to workers.
+WORKER_HANDOFF_MS = 1.0

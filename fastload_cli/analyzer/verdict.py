@@ -239,15 +239,14 @@ def find_cause(f: Facts) -> Cause:
     if busy is None:
         return _cause_without_busy(f, evidence)
     if busy >= th.LOADER_BUSY or (busy > th.LOADER_IDLE and system is not None and system >= th.CPU_SATURATED):
-        evidence.append(f"{who} were on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work.")
+        evidence.append(f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work.")
         return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
     if busy <= th.LOADER_IDLE:
         evidence.append(
-            f"{who} were on a CPU only {pct(busy)} of the time while the loop waited: they wait on "
-            "storage or other latency, not computation."
+            f"{who} on a CPU only {pct(busy)} of the time: loading waits on storage or other latency, not computation."
         )
         return Cause(Bottleneck.IO, "IO-bound input pipeline (storage or latency)", (*evidence, *_io_lines(f)), True)
-    evidence.append(f"{who} were on a CPU {pct(busy)} of the time: partly computing, partly waiting.")
+    evidence.append(f"{who} on a CPU {pct(busy)} of the time: partly computing, partly waiting.")
     closer_to_busy = busy >= (th.LOADER_BUSY + th.LOADER_IDLE) / 2
     if closer_to_busy:
         return Cause(Bottleneck.CPU, _cpu_label(f), tuple(evidence), False)
@@ -275,12 +274,15 @@ def _no_aug_line(f: Facts) -> str:
 
 
 def _loaders(f: Facts) -> str:
+    """The loading processes as the subject of a sentence, with its verb."""
     workers = f.num_workers
     if workers == 0:
-        return "The main process (num_workers=0), loading while the loop waited,"
+        return "Loading batches itself (num_workers=0), the main process was"
     if workers is None:
-        return "The loading processes"
-    return f"The {workers} DataLoader worker{'s' if workers != 1 else ''}"
+        return "The loading processes were"
+    if workers == 1:
+        return "The DataLoader worker was"
+    return f"The {workers} DataLoader workers were"
 
 
 def _cpu_label(f: Facts) -> str:

@@ -139,7 +139,9 @@ def _cpu(percent: float | None) -> str:
 
 
 def _secs(value: float | None) -> str:
-    return DASH if value is None else f"{value:.2f} s"
+    if value is None:
+        return DASH
+    return f"{value:.2f} s" if value >= 1 else _ms(value * 1000)
 
 
 def _step(p50: float | None, p90: float | None) -> str:

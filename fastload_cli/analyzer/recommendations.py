@@ -7,20 +7,24 @@ order they are shown when their expected gains tie.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts, pct
-from fastload_cli.records import Bottleneck, Recommendation, Verdict
+from fastload_cli.records import Bottleneck, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
 
 
 def bounded(gain: float | None, ceiling: float | None) -> float | None:
-    """A gain capped by the ceiling, never below 1.0; unknown without a measured ceiling."""
+    """A gain capped by the ceiling (rounded down, so it never exceeds it); unknown without one.
+
+    A gain is at least 1.0x unless the ceiling itself is below 1 (the input pipeline cannot help).
+    """
     if gain is None or ceiling is None:
         return None
-    return round(min(max(1.0, gain), ceiling), 2)
+    return math.floor(min(max(1.0, gain), ceiling) * 100) / 100
 
 
 def _input_bound(v: Verdict) -> bool:
@@ -43,17 +47,31 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
         if target <= workers:
             return None
         why = f"loading is CPU work and the {cores} cores are not all busy"
-    gain = target / workers if workers else float(target)
+    gain = target / workers if workers else _gain_from_moving_loading(real, target)
+    if gain is None:
+        return None
     snippet = f"DataLoader(dataset, ..., num_workers={target}, persistent_workers=True)"
     return Recommendation(
         id="increase-num-workers",
         title=f"Use num_workers={target} (now {workers})",
-        detail=f"{why.capitalize()}. Change the loader to:\n    {snippet}\n"
+        detail=f"{why[0].upper()}{why[1:]}. Change the loader to:\n    {snippet}\n"
         "The gain is an estimate (up to the speedup ceiling); `fastload sweep-workers` measures it.",
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
         evidence=tuple(line for line in v.evidence if "worker" in line or "main process" in line or "CPUs" in line),
     )
+
+
+def _gain_from_moving_loading(real: RunSummary, workers: int) -> float | None:
+    """num_workers=0 -> N: the main thread loads during the wait; workers would load beside the
+    step, so a step takes max(compute, load / N) instead of compute + load."""
+    if real.throughput_batches_per_s is None or real.data_wait_fraction is None:
+        return None
+    step_s = 1.0 / real.throughput_batches_per_s
+    load_s = real.data_wait_fraction * step_s
+    if load_s * 1000 < th.WORKER_HANDOFF_MS:
+        return None  # handing batches over between processes would cost more than loading them
+    return step_s / max(step_s - load_s, load_s / workers)
 
 
 def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
@@ -134,7 +152,7 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
             "Measured: a free input pipeline changes throughput by at most the ceiling. "
             f"What usually helps (not measured here): {hints}."
         ),
-        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
+        expected_speedup=bounded(1.0, v.speedup_ceiling),
         measured=v.speedup_ceiling is not None,
         evidence=tuple(line for line in v.evidence if "synthetic" in line or "waited" in line),
     )
