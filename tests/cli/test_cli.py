@@ -1,0 +1,111 @@
+"""Command-line parsing, messages and exit codes (no training runs needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fastload_cli.cli import app
+from tests.conftest import SCRIPTS
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_help_lists_the_commands() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    assert "diagnose" in result.output and "demo" in result.output
+
+
+def test_help_does_not_import_torch_or_pynvml() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['fastload', '--help']\n"
+        "from fastload_cli.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('torch', 'pynvml', 'torchvision') if m in sys.modules)\n"
+        "sys.stderr.write(repr(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "[]"
+
+
+def test_python_dash_m_is_the_same_program() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "fastload_cli", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip() == "fastload 0.1.0"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diagnose"],  # no script
+        ["diagnose", "x.py", "--max-batches", "0"],
+        ["diagnose", "x.py", "--no-such-option"],
+        ["diagnose", "x.py", "--epochs", "1"],  # script options must follow --
+        ["frobnicate"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert invoke(*args).exit_code == 2
+
+
+def error_lines(result) -> list[str]:
+    return [line for line in result.output.splitlines() if line.startswith(("Error:", "Hint:"))]
+
+
+def test_a_missing_script_is_one_error_and_one_hint(tmp_path: Path) -> None:
+    result = invoke("diagnose", str(tmp_path / "train.py"))
+    assert result.exit_code == 1
+    lines = error_lines(result)
+    assert len(lines) == 2 and "no such file" in lines[0] and lines[1].startswith("Hint:")
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    result = invoke("diagnose", str(tmp_path))
+    assert result.exit_code == 1
+    assert "is a directory" in result.output
+
+
+def test_a_syntax_error_is_shown_with_its_line(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nfor x in :\n    pass\n")
+    result = invoke("diagnose", str(script))
+    assert result.exit_code == 1
+    assert "line 2" in result.output
+
+
+def test_an_unwritable_report_path_fails_before_running(tmp_path: Path) -> None:
+    result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), "--json", str(tmp_path / "missing" / "r.json"))
+    assert result.exit_code == 1
+    assert "cannot write the report" in result.output
+    assert "does not exist" in result.output
+
+
+def test_a_report_path_that_is_a_directory_fails(tmp_path: Path) -> None:
+    result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), "--json", str(tmp_path))
+    assert result.exit_code == 1
+    assert "it is a directory" in result.output
+
+
+def test_an_unknown_mode_is_an_error() -> None:
+    result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), "--modes", "real,turbo")
+    assert result.exit_code == 1
+    assert "unknown mode 'turbo'" in result.output
+
+
+def test_an_unknown_example_lists_the_known_ones() -> None:
+    result = invoke("demo", "nope")
+    assert result.exit_code == 1
+    assert "augmentation" in result.output and "storage-latency" in result.output

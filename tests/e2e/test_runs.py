@@ -1,0 +1,135 @@
+"""Real child runs: plain-python semantics, failures, interrupts, and the modes' promises."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SCRIPTS, run_fastload
+
+pytestmark = pytest.mark.slow
+TOY = str(SCRIPTS / "toy_train.py")
+
+
+def report_of(done: subprocess.CompletedProcess[str]) -> dict:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_script_sees_what_plain_python_shows_it(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    shutil.copy(SCRIPTS / "toy_train.py", tmp_path / "sub" / "train.py")
+    args = ["sub/train.py", "--steps", "3", "--view"]
+    plain = subprocess.run([sys.executable, *args, "plain.json"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    done = run_fastload(
+        "diagnose", "sub/train.py", "--modes", "real", "--", "--steps", "3", "--view", "under.json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    seen_plain = json.loads((tmp_path / "plain.json").read_text())
+    seen_under = json.loads((tmp_path / "under.json").read_text())
+    seen_plain["argv"][-1] = seen_under["argv"][-1] = "VIEW"
+    assert seen_under == seen_plain
+    assert seen_under["name"] == "__main__"
+    assert seen_under["argv"][:3] == ["sub/train.py", "--steps", "3"]
+
+
+def test_a_script_that_fails_before_its_first_batch() -> None:
+    done = run_fastload("diagnose", TOY, "--", "--fail-at", "0")
+    assert done.returncode == 1
+    assert "RuntimeError: failing before the first batch" in done.stderr  # the script's traceback tail
+    assert "Error: the script failed before its first batch" in done.stderr
+    assert "Hint:" in done.stderr
+
+
+def test_a_script_that_fails_after_some_batches_keeps_what_was_measured() -> None:
+    done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "40", "--json", "-", "--",
+                        "--fail-at", "25")  # fmt: skip
+    report = report_of(done)
+    real, synthetic = report["runs"]
+    assert real["status"] == "failed" and real["batches"] > 10
+    assert "ValueError: failing at step 25" in real["error"]
+    assert synthetic["status"] == "failed"  # the script fails the same way: each mode still ran
+    assert any("real run failed" in c for c in report["verdict"]["caveats"])
+
+
+def test_no_dataloader_is_an_error_with_a_hint() -> None:
+    done = run_fastload("diagnose", TOY, "--", "--no-loader")
+    assert done.returncode == 1
+    assert "without iterating a torch DataLoader" in done.stderr
+    assert "Hint:" in done.stderr and "DALI" in done.stderr
+
+
+def test_a_script_that_ends_early_is_reported_with_a_caveat() -> None:
+    report = report_of(run_fastload("diagnose", TOY, "--modes", "real", "--json", "-", "--", "--steps", "12"))
+    assert report["runs"][0]["status"] == "ok"
+    assert any("finished after 12 batches" in c for c in report["verdict"]["caveats"])
+
+
+def test_unmeasured_numbers_are_null_with_a_caveat() -> None:
+    report = report_of(run_fastload("diagnose", TOY, "--max-batches", "10", "--json", "-"))
+    run = report["runs"][0]
+    assert run["gpu_util_percent"] is None
+    assert any("GPU busy % not measured" in c for c in report["verdict"]["caveats"])
+    assert report["environment"]["nvml"].startswith("unavailable: ")
+
+
+def test_a_timeout_before_the_first_batch_stops_a_sleeping_script() -> None:
+    started = time.monotonic()
+    done = run_fastload("diagnose", TOY, "--timeout", "6", "--", "--load-ms", "600000")
+    assert done.returncode == 1
+    assert "no DataLoader batch arrived before the timeout" in done.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> None:
+    seen_path = tmp_path / "seen.json"
+    done = run_fastload("diagnose", str(SCRIPTS / "synthetic_check.py"), "--modes", "real,synthetic", "--warmup", "3",
+                        "--max-batches", "20", "--json", "-", "--", str(seen_path))  # fmt: skip
+    report_of(done)
+    seen = json.loads(seen_path.read_text())  # written by the last run: synthetic
+    assert seen["steps"] >= 20
+    assert seen["same_object"] == 0 and seen["shared_memory"] == 0
+    assert seen["saw_modified"] == 0  # in-place changes by the script never reach the next batch
+    assert len(set(seen["sums"][:3])) == 3  # warm-up batches are real
+    assert len(set(seen["sums"][3:])) == 1  # then one batch, replayed
+
+
+def test_a_background_thread_loader_stops_cleanly() -> None:
+    done = run_fastload("diagnose", str(SCRIPTS / "thread_prefetch.py"), "--modes", "real", "--warmup", "2",
+                        "--max-batches", "20", "--json", "-", timeout=120)  # fmt: skip
+    report = report_of(done)
+    assert report["runs"][0]["status"] == "ok"
+    assert report["runs"][0]["batches"] == 20  # after 2 warm-up batches (the epoch's first among them)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_path: Path, sig: int, code: int) -> None:
+    marker, out = tmp_path / "marker", tmp_path / "report.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastload_cli", "diagnose", TOY, "--max-batches", "100000", "--json", str(out), "--",
+         "--workers", "2", "--load-ms", "5", "--marker", str(marker), "--marker-after", "20"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the script never reached its 20th batch"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, stderr
+    report = json.loads(out.read_text())
+    assert report["interrupted"] is True
+    assert report["runs"][0]["status"] == "interrupted"
+    assert report["runs"][0]["batches"] > 0

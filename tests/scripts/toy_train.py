@@ -1,0 +1,67 @@
+"""A small training script for fastload's own tests; every behaviour is chosen by a flag."""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--workers", type=int, default=0)
+parser.add_argument("--load-ms", type=float, default=1.0, help="sleep per sample (storage latency)")
+parser.add_argument("--step-ms", type=float, default=2.0, help="busy compute per step")
+parser.add_argument("--size", type=int, default=4096, help="samples per epoch")
+parser.add_argument("--epochs", type=int, default=100)
+parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+parser.add_argument("--marker", help="create this file after --marker-after steps")
+parser.add_argument("--marker-after", type=int, default=5)
+parser.add_argument("--fail-at", type=int, default=-1, help="raise at this step (0: before the first batch)")
+parser.add_argument("--no-loader", action="store_true", help="train without a DataLoader")
+parser.add_argument("--view", help="write what the script sees (argv, path, cwd, __name__) here")
+args = parser.parse_args()
+
+if args.view:
+    with open(args.view, "w") as handle:
+        json.dump(
+            {"name": __name__, "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "file": __file__}, handle
+        )
+
+
+class Latency(Dataset):
+    def __len__(self):
+        return args.size
+
+    def __getitem__(self, index):
+        if args.load_ms:
+            time.sleep(args.load_ms / 1000)
+        return torch.full((8,), float(index % 7)), index % 3
+
+
+def busy(ms):
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        pass
+
+
+if args.fail_at == 0:
+    raise RuntimeError("failing before the first batch, as asked")
+if args.no_loader:
+    for _ in range(20):
+        busy(args.step_ms)
+    sys.exit(0)
+
+loader = DataLoader(Latency(), batch_size=4, shuffle=False, num_workers=args.workers)
+step = 0
+for _epoch in range(args.epochs):
+    for _x, _y in loader:
+        busy(args.step_ms)
+        step += 1
+        if args.marker and step == args.marker_after:
+            open(args.marker, "w").close()
+        if step == args.fail_at:
+            raise ValueError(f"failing at step {step}, as asked")
+        if step == args.steps:
+            sys.exit(0)

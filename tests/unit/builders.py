@@ -1,0 +1,183 @@
+"""Hand-built runs for analyzer tests: every number in them is chosen, none measured."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastload_cli.records import (
+    BatchRecord,
+    ChildEnv,
+    HostSample,
+    IteratorInfo,
+    LoaderInfo,
+    ModeSpec,
+    ProcRole,
+    ProcSample,
+    RunResult,
+    RunStatus,
+    RunSummary,
+    StopReason,
+    SystemSample,
+)
+
+MS = 1_000_000  # ns
+
+
+def batches(
+    waits_ms: Sequence[float],
+    computes_ms: Sequence[float] | float,
+    *,
+    samples: int = 32,
+    loader_id: int = 1,
+    iterator_id: int = 1,
+    start_ns: int = 0,
+    thread_cpu_fraction: float | None = None,
+) -> list[BatchRecord]:
+    """Batches of one epoch: each step computes, then waits for the next batch."""
+    computes = [computes_ms] * len(waits_ms) if isinstance(computes_ms, (int, float)) else list(computes_ms)
+    out, t = [], start_ns
+    for index, (wait, compute) in enumerate(zip(waits_ms, computes, strict=True)):
+        start = t + int(compute * MS) if index else t
+        end = start + int(wait * MS)
+        cpu = None if thread_cpu_fraction is None else int(wait * MS * thread_cpu_fraction)
+        out.append(
+            BatchRecord(
+                loader_id=loader_id,
+                iterator_id=iterator_id,
+                index=index,
+                wait_start_ns=start,
+                wait_end_ns=end,
+                samples=samples,
+                nbytes=samples * 1000,
+                thread_cpu_ns=cpu,
+                thread_runq_ns=0 if cpu is not None else None,
+            )
+        )
+        t = end
+    return out
+
+
+def loader(
+    num_workers: int = 2, loader_id: int = 1, augmentations: tuple[str, ...] = (), pin: bool = False
+) -> LoaderInfo:
+    return LoaderInfo(
+        loader_id=loader_id,
+        created_ns=0,
+        batch_size=32,
+        num_workers=num_workers,
+        pin_memory=pin,
+        persistent_workers=False,
+        prefetch_factor=2 if num_workers else None,
+        dataset_type="Toy",
+        dataset_len=10_000,
+        iterable_dataset=False,
+        multiprocessing_context=None,
+        augmentations=augmentations,
+    )
+
+
+def host_samples(
+    end_ns: int,
+    *,
+    every_ns: int = 50 * MS,
+    main_cores: float = 1.0,
+    worker_cores: Sequence[float] = (),
+    worker_runq_cores: float = 0.0,
+    system_busy: float = 0.5,
+    cpu_count: int = 2,
+    read_bytes_per_s: float | None = 0.0,
+) -> tuple[HostSample, ...]:
+    """Samples whose cumulative counters grow at the given constant rates (cores busy)."""
+    out = []
+    for t in range(0, end_ns + every_ns, every_ns):
+        s = t / 1e9
+        procs = [
+            ProcSample(pid=100, role=ProcRole.MAIN, cpu_s=main_cores * s, runq_s=0.0, rss_bytes=10**8, read_bytes=0)
+        ]
+        for i, cores in enumerate(worker_cores):
+            procs.append(
+                ProcSample(
+                    pid=200 + i,
+                    role=ProcRole.WORKER,
+                    cpu_s=cores * s,
+                    runq_s=worker_runq_cores * s,
+                    rss_bytes=5 * 10**7,
+                    read_bytes=None
+                    if read_bytes_per_s is None
+                    else int(read_bytes_per_s * s / max(len(worker_cores), 1)),
+                )
+            )
+        busy = system_busy * cpu_count * s
+        system = SystemSample(busy_s=busy, idle_s=cpu_count * s - busy, iowait_s=0.0, disk_read_bytes=0)
+        out.append(HostSample(t_ns=t, procs=tuple(procs), system=system))
+    return tuple(out)
+
+
+def run(
+    mode: str = "real",
+    batch_list: Sequence[BatchRecord] = (),
+    *,
+    loaders: Sequence[LoaderInfo] | None = None,
+    samples: tuple[HostSample, ...] = (),
+    warmup: int = 2,
+    requested: int | None = None,
+    status: RunStatus = RunStatus.OK,
+    stop: StopReason = StopReason.ENOUGH_BATCHES,
+    cuda: bool = False,
+) -> RunResult:
+    end = batch_list[-1].wait_end_ns if batch_list else 0
+    return RunResult(
+        spec=ModeSpec.parse(mode),
+        status=status,
+        stop_reason=stop,
+        requested_batches=requested if requested is not None else len(batch_list),
+        warmup_batches=warmup,
+        started_ns=0,
+        ended_ns=end,
+        exit_code=0,
+        cpu_count=2,
+        env=ChildEnv(torch="2.14.1", cuda_in_use=cuda, cuda_available=cuda),
+        loaders=tuple(loaders if loaders is not None else [loader()]),
+        iterators=(IteratorInfo(loader_id=1, iterator_id=1, started_ns=0, ready_ns=0, worker_pids=(), reused=False),),
+        batches=tuple(batch_list),
+        host_samples=samples,
+        schedstat=True,
+    )
+
+
+def summary(
+    mode: str = "real",
+    *,
+    throughput: float | None = 100.0,
+    wait: float | None = 0.5,
+    compute_ms: float | None = 10.0,
+    busy: float | None = 0.9,
+    system: float | None = 0.6,
+    workers: int | None = 2,
+    gpu: float | None = None,
+    status: RunStatus = RunStatus.OK,
+    batches: int = 50,
+) -> RunSummary:
+    return RunSummary(
+        mode=mode,
+        status=status,
+        num_workers=workers,
+        batches=batches,
+        samples=batches * 32,
+        wall_s=None if throughput is None else batches * 32 / throughput,
+        throughput_samples_per_s=throughput,
+        throughput_batches_per_s=None if throughput is None else throughput / 32,
+        data_wait_fraction=wait,
+        step_ms_p50=20.0,
+        step_ms_p90=30.0,
+        startup_s=0.5,
+        main_cpu_percent=90.0,
+        workers_cpu_percent=150.0,
+        gpu_util_percent=gpu,
+        read_bytes_per_s=0.0,
+        error=None,
+        compute_ms_p50=compute_ms,
+        loader_busy_fraction=busy,
+        system_cpu_busy_fraction=system,
+        iowait_fraction=0.0,
+    )

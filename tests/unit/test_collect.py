@@ -1,0 +1,49 @@
+"""The parent's event parser: lines split across reads, malformed lines, records built."""
+
+from __future__ import annotations
+
+import json
+
+from fastload_cli.records import StopReason
+from fastload_cli.runner.collect import EventCollector
+
+
+def line(**event) -> bytes:
+    return json.dumps(event).encode() + b"\n"
+
+
+BATCH = dict(
+    kind="batch", loader_id=1, iterator_id=1, index=0, wait_start_ns=1, wait_end_ns=5, samples=4, nbytes=16,
+    thread_cpu_ns=2, thread_runq_ns=0, synthetic=False,
+)  # fmt: skip
+
+
+def test_lines_split_across_reads_are_joined() -> None:
+    data = line(**BATCH) + line(**{**BATCH, "index": 1})
+    c = EventCollector()
+    assert c.feed(data[:10]) == []
+    events = c.feed(data[10:])
+    assert [e["index"] for e in events] == [0, 1]
+    assert len(c.batches) == 2
+    assert c.batches[0].wait_ns == 4
+
+
+def test_malformed_lines_are_counted_not_fatal() -> None:
+    c = EventCollector()
+    c.feed(b"not json\n" + line(kind="nope") + line(kind="batch", loader_id=1) + line(**BATCH))
+    assert c.malformed == 3
+    assert len(c.batches) == 1
+
+
+def test_most_batches_counts_the_busiest_loader() -> None:
+    c = EventCollector()
+    c.feed(line(**BATCH) + line(**{**BATCH, "loader_id": 2}) + line(**{**BATCH, "loader_id": 2}))
+    assert c.most_batches() == 2
+
+
+def test_env_merges_and_end_is_recorded() -> None:
+    c = EventCollector()
+    c.feed(line(kind="env", torch="2.14.1", cuda_in_use=False) + line(kind="env", cuda_available=True, torch=None))
+    c.feed(line(kind="end", reason="script-ended", exit_code=3, t_ns=9))
+    assert c.env.torch == "2.14.1" and c.env.cuda_available is True
+    assert c.end_reason is StopReason.SCRIPT_ENDED and c.end_exit_code == 3

@@ -1,0 +1,90 @@
+"""Child-side helpers: batch sizes and bytes, fresh copies, the event channel, options."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import namedtuple
+
+import torch
+
+from fastload_cli.records import EventKind
+from fastload_cli.runner.hooks import Channel, ChildOptions, batch_layout, batch_size_and_bytes, copy_batch
+
+Pair = namedtuple("Pair", "image label")
+
+
+class Custom:
+    def __init__(self) -> None:
+        self.x = torch.ones(4, 2)
+
+
+def test_batch_size_is_the_leading_dimension_and_bytes_add_up() -> None:
+    batch = {"image": torch.zeros(8, 3, 4, 4), "label": torch.zeros(8, dtype=torch.int64)}
+    assert batch_size_and_bytes(batch, collated=True) == (8, 8 * 3 * 4 * 4 * 4 + 8 * 8)
+
+
+def test_uncollated_batches_count_one_sample() -> None:
+    assert batch_size_and_bytes(torch.zeros(3, 32, 32), collated=False)[0] == 1
+
+
+def test_batches_without_tensors_still_count() -> None:
+    assert batch_size_and_bytes(["a", "b"], collated=True) == (1, 0)
+
+
+def test_copies_are_fresh_and_equal_for_every_container() -> None:
+    batches = [
+        torch.arange(6.0),
+        (torch.arange(3.0), torch.tensor([1, 2, 3])),
+        [torch.ones(2), "name"],
+        {"x": torch.ones(2), "meta": {"id": torch.tensor([7])}},
+        Pair(torch.ones(2), torch.zeros(2)),
+        Custom(),
+    ]
+    for batch in batches:
+        copy = copy_batch(batch)
+        assert type(copy) is type(batch)
+        original = dict(batch_layout_tensors(batch))
+        copied = dict(batch_layout_tensors(copy))
+        assert original.keys() == copied.keys()
+        for path, tensor in original.items():
+            assert torch.equal(tensor, copied[path])
+            assert tensor.data_ptr() != copied[path].data_ptr(), path
+
+
+def batch_layout_tensors(batch):
+    from fastload_cli.runner.hooks import tensor_leaves
+
+    return list(tensor_leaves(batch))
+
+
+def test_layout_describes_each_tensor() -> None:
+    layout = batch_layout((torch.zeros(2, 3, dtype=torch.uint8), torch.zeros(2)))
+    assert layout[0] == {
+        "path": "[0]",
+        "dtype": "uint8",
+        "shape": [2, 3],
+        "nbytes": 6,
+        "pinned": False,
+        "device": "cpu",
+    }
+
+
+def test_channel_writes_json_lines_and_is_silent_in_forked_children() -> None:
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd)
+    channel.emit(EventKind.BATCH, loader_id=1)
+    pid = os.fork()
+    if pid == 0:  # a forked DataLoader worker: must not write
+        channel.emit(EventKind.BATCH, loader_id=2)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as reader:
+        lines = reader.read().splitlines()
+    assert [json.loads(line) for line in lines] == [{"loader_id": 1, "kind": "batch"}]
+
+
+def test_options_round_trip() -> None:
+    options = ChildOptions(mode="workers", workers=4, warmup=3, keep_transforms=("A",), drop_transforms=("B",))
+    assert ChildOptions.from_json(options.to_json()) == options

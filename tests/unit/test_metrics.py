@@ -1,0 +1,133 @@
+"""Per-run metrics on hand-built runs; every expectation is computed by hand in the comments."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer.metrics import Cumulative, percentile, spans, steady_steps, summarize
+from fastload_cli.records import RunStatus, ScriptError, StopReason
+from tests.unit import builders as b
+from tests.unit.builders import MS
+
+
+def one_epoch() -> list:
+    # batch 0 waits 100 ms (start-up); then 9 steps of 30 ms compute + 10 ms wait
+    return b.batches([100] + [10] * 9, 30)
+
+
+def test_steady_state_leaves_out_warmup_and_first_batch() -> None:
+    s = summarize(b.run("real", one_epoch(), warmup=2))
+    # steady = batches 2..9: 8 steps of 40 ms = 320 ms, 8 x 32 = 256 samples
+    assert s.batches == 8
+    assert s.samples == 256
+    assert s.wall_s == pytest.approx(0.320)
+    assert s.throughput_samples_per_s == pytest.approx(800.0)
+    assert s.throughput_batches_per_s == pytest.approx(25.0)
+    assert s.data_wait_fraction == pytest.approx(80 / 320)
+    assert s.step_ms_p50 == pytest.approx(40.0)
+    assert s.compute_ms_p50 == pytest.approx(30.0)
+    assert s.startup_s == pytest.approx(0.100)
+
+
+def test_epoch_boundaries_and_the_gap_between_epochs_are_not_steps() -> None:
+    first = b.batches([50, 10, 10, 10, 10], 30, iterator_id=1)
+    second = b.batches([50, 10, 10, 10, 10], 30, iterator_id=2, start_ns=10_000 * MS)  # 10 s of validation between
+    s = summarize(b.run("real", first + second, warmup=0))
+    # each epoch contributes its batches 1..4: 8 steps of 40 ms; the 10 s gap is not counted
+    assert s.batches == 8
+    assert s.wall_s == pytest.approx(0.320)
+    assert s.throughput_samples_per_s == pytest.approx(800.0)
+
+
+def test_window_spans_split_at_epochs() -> None:
+    first = b.batches([50, 10, 10], 30, iterator_id=1)
+    second = b.batches([50, 10, 10], 30, iterator_id=2, start_ns=1_000 * MS)
+    window = spans(steady_steps(b.run("real", first + second, warmup=0)))
+    assert len(window) == 2
+    assert window[0] == (first[0].wait_end_ns, first[2].wait_end_ns)
+
+
+def test_only_the_requested_batches_count() -> None:
+    run = b.run("real", b.batches([10] * 20, 30), warmup=0, requested=10)
+    assert summarize(run).batches == 9  # batches 1..9 of the first 10
+
+
+def test_too_few_batches_for_warmup_uses_all_but_the_first() -> None:
+    run = b.run("real", b.batches([100, 10, 10], 30), warmup=5, stop=StopReason.SCRIPT_ENDED)
+    assert summarize(run).batches == 2
+
+
+def test_no_batches_means_no_numbers_not_zeros() -> None:
+    s = summarize(b.run("real", [], status=RunStatus.FAILED, stop=StopReason.SCRIPT_RAISED))
+    assert s.batches == 0
+    assert s.throughput_samples_per_s is None
+    assert s.data_wait_fraction is None
+    assert s.step_ms_p50 is None
+    assert s.wall_s is None
+
+
+def test_cpu_rates_over_the_window() -> None:
+    batch_list = one_epoch()
+    samples = b.host_samples(
+        batch_list[-1].wait_end_ns, main_cores=1.0, worker_cores=(0.5, 0.5), worker_runq_cores=0.2, system_busy=0.6
+    )
+    s = summarize(b.run("real", batch_list, samples=samples))
+    assert s.main_cpu_percent == pytest.approx(100.0)
+    assert s.workers_cpu_percent == pytest.approx(100.0)
+    # two workers: (2 x 0.5 CPU + 2 x 0.2 run queue) / 2 workers = 0.7
+    assert s.loader_busy_fraction == pytest.approx(0.7)
+    assert s.system_cpu_busy_fraction == pytest.approx(0.6)
+
+
+def test_main_process_loading_busy_fraction_comes_from_the_waiting_thread() -> None:
+    batch_list = b.batches([100] + [10] * 9, 30, thread_cpu_fraction=0.8)
+    s = summarize(b.run("real", batch_list, loaders=[b.loader(num_workers=0)]))
+    assert s.loader_busy_fraction == pytest.approx(0.8)
+    assert s.workers_cpu_percent == 0.0  # there are no workers
+
+
+def test_read_rate() -> None:
+    batch_list = one_epoch()
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.1, 0.1), read_bytes_per_s=2e6)
+    assert summarize(b.run("real", batch_list, samples=samples)).read_bytes_per_s == pytest.approx(2e6)
+
+
+def test_workers_never_sampled_are_unknown_not_zero() -> None:
+    batch_list = one_epoch()
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=())
+    s = summarize(b.run("real", batch_list, samples=samples))
+    assert s.workers_cpu_percent is None
+    assert s.loader_busy_fraction is None
+
+
+def test_the_loader_with_most_batches_is_measured() -> None:
+    train = b.batches([10] * 12, 30, loader_id=1, iterator_id=1)
+    val = b.batches([500] * 4, 5, loader_id=2, iterator_id=2)
+    run = b.run("real", val + train, loaders=[b.loader(loader_id=1), b.loader(loader_id=2)], warmup=0, requested=100)
+    s = summarize(run)
+    assert s.batches == 11
+    assert s.data_wait_fraction == pytest.approx(10 / 40)
+
+
+def test_error_description() -> None:
+    failed = b.run("real", [], status=RunStatus.FAILED, stop=StopReason.SCRIPT_RAISED)
+    failed = dataclasses.replace(failed, error=ScriptError(type_name="ValueError", message="bad", traceback=""))
+    assert summarize(failed).error == "ValueError: bad"
+    assert summarize(b.run("real", [], status=RunStatus.TIMEOUT, stop=StopReason.TIMEOUT)).error == "timed out"
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"), [([1, 2, 3, 4], 0.5, 2.5), ([1, 2, 3, 4], 0.9, 3.7), ([5], 0.9, 5)]
+)
+def test_percentile(values: list[float], q: float, expected: float) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def test_cumulative_interpolates_and_clamps() -> None:
+    c = Cumulative([(0, 0.0), (100, 10.0)])
+    assert c.at(50) == pytest.approx(5.0)
+    assert c.at(-10) == 0.0
+    assert c.at(1000) == 10.0
+    assert c.over([(0, 50), (50, 100)]) == pytest.approx(10.0)

@@ -1,0 +1,46 @@
+"""Invariants of the analyzer over arbitrary batch timings (hypothesis)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastload_cli.analyzer import analyze
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.records import Bottleneck
+from tests.unit import builders as b
+
+waits = st.lists(st.floats(min_value=0, max_value=500, allow_nan=False), min_size=0, max_size=40)
+computes = st.floats(min_value=0, max_value=500, allow_nan=False)
+
+
+@given(waits, computes, st.integers(min_value=0, max_value=10))
+@settings(max_examples=200, deadline=None)
+def test_fractions_and_rates_stay_in_range(wait_ms: list[float], compute_ms: float, warmup: int) -> None:
+    s = summarize(b.run("real", b.batches(wait_ms, compute_ms), warmup=warmup))
+    assert s.batches >= 0
+    if s.data_wait_fraction is not None:
+        assert 0.0 <= s.data_wait_fraction <= 1.0
+    if s.throughput_samples_per_s is not None:
+        assert s.throughput_samples_per_s > 0
+    if s.step_ms_p50 is not None and s.step_ms_p90 is not None:
+        assert 0 <= s.step_ms_p50 <= s.step_ms_p90
+
+
+@given(waits, computes, waits, computes, waits, computes)
+@settings(max_examples=150, deadline=None)
+def test_analysis_is_always_a_verdict_with_bounded_gains(
+    w1: list[float], c1: float, w2: list[float], c2: float, w3: list[float], c3: float
+) -> None:
+    runs = [
+        b.run("real", b.batches(w1, c1), loaders=[b.loader(augmentations=("ColorJitter()",))]),
+        b.run("synthetic", b.batches(w2, c2)),
+        b.run("no-aug", b.batches(w3, c3)),
+    ]
+    analysis = analyze(runs)
+    v = analysis.verdict
+    assert isinstance(v.bottleneck, Bottleneck)
+    assert 0.0 <= v.confidence <= 1.0
+    assert v.speedup_ceiling is None or v.speedup_ceiling >= 0
+    for r in analysis.recommendations:
+        assert r.expected_speedup is None or (v.speedup_ceiling is not None and r.expected_speedup <= v.speedup_ceiling)

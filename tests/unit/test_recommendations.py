@@ -1,0 +1,128 @@
+"""Each recommendation rule fires on its measured condition and stays silent otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from fastload_cli.analyzer import recommendations as rec
+from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.records import Bottleneck
+from tests.unit import builders as b
+
+
+def facts(real, synthetic=None, no_aug=None, workers=2, cores=8, cuda=False) -> Facts:
+    return Facts(
+        real=real,
+        synthetic=synthetic,
+        no_aug=no_aug,
+        loader=b.loader(num_workers=workers),
+        cpu_count=cores,
+        cuda_in_use=cuda,
+        substituted=("ColorJitter(brightness=0.4)", "RandomRotation(degrees=15)"),
+    )
+
+
+def ids(f: Facts) -> list[str]:
+    return [r.id for r in rec.recommend(f, decide(f))]
+
+
+CPU_IDLE_CORES = facts(b.summary(wait=0.5, busy=0.9, system=0.4), b.summary("synthetic", throughput=300.0))
+CPU_SATURATED = facts(b.summary(wait=0.5, busy=0.9, system=0.97), b.summary("synthetic", throughput=300.0))
+AUG = facts(
+    b.summary(wait=0.6, system=0.97), b.summary("synthetic", throughput=400.0), b.summary("no-aug", throughput=250.0)
+)
+IO = facts(b.summary(wait=0.8, busy=0.1, system=0.2), b.summary("synthetic", throughput=900.0))
+COMPUTE = facts(b.summary(wait=0.01), b.summary("synthetic", throughput=102.0))
+
+
+def test_more_workers_when_cpu_bound_with_idle_cores() -> None:
+    found = rec.more_workers(CPU_IDLE_CORES, decide(CPU_IDLE_CORES))
+    assert found is not None
+    assert "num_workers=8" in found.title
+    assert found.measured is False
+    assert found.expected_speedup == pytest.approx(3.0)  # 8/2 = 4x, capped by the 3.0x ceiling
+
+
+def test_no_more_workers_when_all_cores_are_busy() -> None:
+    assert rec.more_workers(CPU_SATURATED, decide(CPU_SATURATED)) is None
+    assert "cores-saturated" in ids(CPU_SATURATED)
+
+
+def test_no_more_workers_when_already_at_the_core_count() -> None:
+    f = facts(b.summary(wait=0.5, busy=0.9, system=0.4), b.summary("synthetic", throughput=300.0), workers=8)
+    assert rec.more_workers(f, decide(f)) is None
+
+
+def test_more_workers_for_io_even_past_the_cores() -> None:
+    f = facts(b.summary(wait=0.8, busy=0.1, system=0.2), b.summary("synthetic", throughput=900.0), workers=4, cores=2)
+    found = rec.more_workers(f, decide(f))
+    assert found is not None and "num_workers=8" in found.title
+    assert found.expected_speedup == pytest.approx(2.0)  # 8/4
+
+
+def test_augmentation_rule_is_measured_and_names_the_transforms() -> None:
+    found = rec.cheaper_augmentation(AUG, decide(AUG))
+    assert found is not None
+    assert found.measured is True
+    assert found.expected_speedup == pytest.approx(2.5)
+    assert "ColorJitter" in found.detail and "RandomRotation" in found.detail
+
+
+def test_augmentation_rule_silent_when_no_aug_was_not_faster() -> None:
+    f = facts(b.summary(wait=0.6), b.summary("synthetic", throughput=400.0), b.summary("no-aug", throughput=104.0))
+    assert rec.cheaper_augmentation(f, decide(f)) is None
+
+
+def test_storage_rule_only_for_io() -> None:
+    assert "faster-storage" in ids(IO)
+    assert "faster-storage" not in ids(CPU_IDLE_CORES)
+
+
+def test_compute_bound_says_input_will_not_help() -> None:
+    assert ids(COMPUTE) == ["step-is-the-limit"]
+    found = rec.step_is_the_limit(COMPUTE, decide(COMPUTE))
+    assert found is not None and found.measured is True
+    assert found.expected_speedup == pytest.approx(1.0)
+
+
+def test_input_rules_silent_when_compute_bound() -> None:
+    v = decide(COMPUTE)
+    assert v.bottleneck is Bottleneck.COMPUTE
+    for rule in (rec.more_workers, rec.cheaper_augmentation, rec.cheaper_samples, rec.hide_storage_latency):
+        assert rule(COMPUTE, v) is None
+
+
+@pytest.mark.parametrize("case", [CPU_IDLE_CORES, CPU_SATURATED, AUG, IO, COMPUTE])
+def test_expected_gains_never_exceed_the_ceiling(case: Facts) -> None:
+    v = decide(case)
+    assert v.speedup_ceiling is not None
+    for r in rec.recommend(case, v):
+        assert r.expected_speedup is None or 1.0 <= r.expected_speedup <= v.speedup_ceiling + 1e-9
+
+
+def test_without_a_ceiling_gains_are_unknown() -> None:
+    f = facts(b.summary(wait=0.5, busy=0.9, system=0.4))
+    for r in rec.recommend(f, decide(f)):
+        assert r.expected_speedup is None
+
+
+def test_measured_recommendations_come_first() -> None:
+    found = rec.recommend(AUG, decide(AUG))
+    assert found[0].measured is True
+
+
+def test_moving_main_process_loading_to_workers_is_estimated_from_the_wait() -> None:
+    # 100 batches/s with 40% waiting: a 10 ms step = 6 ms compute + 4 ms loading in the main thread.
+    # With one worker loading beside the step, a step takes max(6, 4) = 6 ms: 10/6 = 1.66x.
+    real = b.summary(wait=0.4, busy=0.95, system=0.3, workers=0, throughput=3200.0)
+    f = facts(real, b.summary("synthetic", throughput=6400.0), workers=0, cores=2)
+    found = rec.more_workers(f, decide(f))
+    assert found is not None and "num_workers=1" in found.title
+    assert found.expected_speedup == pytest.approx(1.66)
+
+
+def test_no_workers_for_loading_cheaper_than_handing_batches_over() -> None:
+    # 2,000 batches/s with 30% waiting: 0.15 ms of loading per batch, less than a worker handoff
+    real = b.summary(wait=0.3, busy=0.95, system=0.3, workers=0, throughput=64000.0)
+    f = facts(real, b.summary("synthetic", throughput=90000.0), workers=0, cores=2)
+    assert rec.more_workers(f, decide(f)) is None

@@ -1,0 +1,120 @@
+"""Samplers: readings of a real process, late-tick counting, and NVML degradation (fake NVML)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import types
+
+import pytest
+
+from fastload_cli.records import ProcRole
+from fastload_cli.samplers.gpu import GpuSampler, open_nvml
+from fastload_cli.samplers.host import HostSampler
+from fastload_cli.samplers.ticker import Ticker
+
+
+def test_host_sample_reads_this_process() -> None:
+    sampler = HostSampler(os.getpid(), 0.05)
+    first = sampler.sample()
+    sum(i * i for i in range(300_000))  # burn a little CPU
+    second = sampler.sample()
+    main = [p for p in second.procs if p.role is ProcRole.MAIN]
+    assert len(main) == 1 and main[0].pid == os.getpid()
+    assert main[0].cpu_s > next(p for p in first.procs if p.role is ProcRole.MAIN).cpu_s
+    assert second.system.busy_s >= first.system.busy_s
+    assert main[0].rss_bytes and main[0].rss_bytes > 0
+
+
+def test_reported_workers_get_the_worker_role() -> None:
+    sampler = HostSampler(os.getppid(), 0.05)
+    sampler.note_workers([os.getpid()])
+    roles = {p.pid: p.role for p in sampler.sample().procs}
+    assert roles[os.getpid()] is ProcRole.WORKER
+
+
+def test_ticker_counts_ticks_that_start_late() -> None:
+    def slow() -> int:
+        time.sleep(0.03)  # each sample takes three intervals
+        return 1
+
+    ticker = Ticker(slow, 0.01, "test")
+    ticker.start()
+    time.sleep(0.2)
+    samples = ticker.stop()
+    assert ticker.late_ticks >= 1
+    assert len(samples) == ticker.ticks
+
+
+def test_ticker_keeps_an_error_instead_of_dying_silently() -> None:
+    calls = []
+
+    def failing() -> int:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("boom")
+        return 1
+
+    ticker = Ticker(failing, 0.01, "test")
+    ticker.start()
+    time.sleep(0.05)
+    with pytest.raises(RuntimeError):
+        ticker.stop()
+    assert isinstance(ticker.error, RuntimeError)
+
+
+class FakeError(Exception):
+    pass
+
+
+def fake_nvml(*, init_fails: bool = False, pcie_fails: bool = False) -> types.ModuleType:
+    module = types.ModuleType("pynvml")
+    module.NVMLError = FakeError
+    module.NVML_PCIE_UTIL_RX_BYTES, module.NVML_PCIE_UTIL_TX_BYTES = 1, 0
+
+    def init() -> None:
+        if init_fails:
+            raise FakeError("Driver Not Loaded")
+
+    def pcie(handle: object, which: int) -> int:
+        if pcie_fails:
+            raise FakeError("Not Supported")
+        return 2048
+
+    module.nvmlInit = init
+    module.nvmlShutdown = lambda: None
+    module.nvmlDeviceGetCount = lambda: 2
+    module.nvmlDeviceGetHandleByIndex = lambda i: f"h{i}"
+    module.nvmlDeviceGetName = lambda h: b"Fake GPU"
+    module.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=80 * 2**30, used=2**30)
+    module.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=87)
+    module.nvmlDeviceGetPcieThroughput = pcie
+    return module
+
+
+def test_nvml_that_fails_to_start_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(init_fails=True))
+    reason = open_nvml()
+    assert isinstance(reason, str) and "Driver Not Loaded" in reason
+
+
+def test_nvml_fields_degrade_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(pcie_fails=True))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = open_nvml()
+    assert not isinstance(nvml, str)
+    assert [d.name for d in nvml.devices()] == ["Fake GPU", "Fake GPU"]
+    sampler = GpuSampler(nvml, 0.1)
+    sampler.start()
+    samples, health = sampler.stop()
+    assert samples and all(s.util_percent == 87.0 and s.pcie_rx_bytes_per_s is None for s in samples)
+    assert any(item.startswith("pcie: Not Supported") for item in health.unavailable)
+
+
+def test_cuda_visible_devices_limits_what_is_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    nvml = open_nvml()
+    assert not isinstance(nvml, str)
+    assert [i for i, _ in nvml.handles] == [1]

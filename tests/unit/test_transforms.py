@@ -1,0 +1,127 @@
+"""no-aug: random transforms found and replaced by deterministic, shape-preserving stand-ins."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+from torch.utils.data import ConcatDataset, Dataset, Subset
+from torchvision import transforms as v1
+from torchvision.transforms import v2
+
+from fastload_cli.runner.transforms import Identity, derandomize, find_augmentations
+
+NONE: frozenset[str] = frozenset()
+
+
+class Images(Dataset):
+    def __init__(self, transform=None, target_transform=None) -> None:
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int):
+        image = Image.new("RGB", (96 + 8 * i, 80), color=(10 * i, 100, 200))
+        return self.transform(image) if self.transform else image, i
+
+
+class Cutout:
+    def __call__(self, x):
+        return x
+
+
+class RandomBrightnessShift:
+    def __call__(self, x):
+        return x
+
+
+def names(found) -> list[str]:
+    return [f.original.split("(")[0] for f in found]
+
+
+@pytest.mark.parametrize("tv", [v1, v2], ids=["v1", "v2"])
+def test_random_crops_become_deterministic_with_the_same_output_shape(tv) -> None:
+    to_tensor = [v1.ToTensor()] if tv is v1 else [v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]
+    pipeline = tv.Compose([tv.RandomResizedCrop((64, 48)), tv.RandomCrop(40), *to_tensor])
+    dataset = Images(transform=pipeline)
+    before = [dataset[i][0].shape for i in range(4)]
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandomResizedCrop", "RandomCrop"]
+    after = [dataset[i][0] for i in range(4)]
+    assert [t.shape for t in after] == before
+    assert torch.equal(dataset[2][0], dataset[2][0])  # deterministic now
+
+
+@pytest.mark.parametrize("tv", [v1, v2], ids=["v1", "v2"])
+def test_colour_geometry_and_erasing_become_identity(tv) -> None:
+    dataset = Images(
+        transform=tv.Compose(
+            [
+                tv.RandomHorizontalFlip(),
+                tv.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                tv.RandomRotation(10),
+                tv.RandomApply([tv.GaussianBlur(3)], p=0.5),
+                tv.Resize(32),
+            ]
+        )
+    )
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandomHorizontalFlip", "ColorJitter", "RandomRotation", "RandomApply"]
+    kept = dataset.transform.transforms
+    assert isinstance(kept[0], Identity) and type(kept[4]).__name__ == "Resize"
+
+
+def test_deterministic_pipelines_are_left_alone() -> None:
+    pipeline = v1.Compose([v1.Resize(32), v1.CenterCrop(32), v1.ToTensor()])
+    dataset = Images(transform=pipeline)
+    assert derandomize(dataset, NONE, NONE).found == []
+    assert dataset.transform is pipeline
+
+
+def test_nested_datasets_subset_and_concat_are_walked() -> None:
+    inner_a = Images(transform=v1.Compose([v1.RandomHorizontalFlip(), v1.ToTensor()]))
+    inner_b = Images(transform=v2.RandomVerticalFlip())
+    dataset = ConcatDataset([Subset(inner_a, [0, 1]), inner_b])
+    walk = derandomize(dataset, NONE, NONE)
+    locations = [f.location for f in walk.found]
+    assert locations == ["dataset.datasets[0].dataset.transform[0]", "dataset.datasets[1].transform"]
+    assert isinstance(inner_b.transform, Identity)
+
+
+def test_user_classes_named_like_augmentation_are_guessed() -> None:
+    dataset = Images(transform=v1.Compose([Cutout(), RandomBrightnessShift(), v1.ToTensor()]))
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["Cutout", "RandomBrightnessShift"]
+    assert all(f.guessed for f in walk.found)
+
+
+def test_keep_and_drop_override_by_class_name() -> None:
+    dataset = Images(transform=v1.Compose([v1.RandomHorizontalFlip(), v1.Resize(32), v1.ToTensor()]))
+    walk = derandomize(dataset, frozenset({"RandomHorizontalFlip"}), frozenset({"Resize"}))
+    assert names(walk.found) == ["Resize"]
+    assert type(dataset.transform.transforms[0]).__name__ == "RandomHorizontalFlip"
+
+
+def test_target_transforms_and_torchvision_standard_transform() -> None:
+    from torchvision.datasets.vision import StandardTransform
+
+    dataset = Images(transform=v1.RandomHorizontalFlip(), target_transform=Cutout())
+    dataset.transforms = StandardTransform(dataset.transform, dataset.target_transform)
+    derandomize(dataset, NONE, NONE)
+    assert isinstance(dataset.transforms.transform, Identity)
+    assert isinstance(dataset.transforms.target_transform, Identity)
+
+
+def test_finding_changes_nothing() -> None:
+    pipeline = v1.Compose([v1.RandomHorizontalFlip(), v1.ToTensor()])
+    inner = Images(transform=pipeline)
+    found = find_augmentations(Subset(inner, [0]), NONE, NONE)
+    assert names(found) == ["RandomHorizontalFlip"]
+    assert inner.transform is pipeline and isinstance(pipeline.transforms[0], v1.RandomHorizontalFlip)
+
+
+def test_identity_passes_one_or_several_inputs_through() -> None:
+    assert Identity()(3) == 3
+    assert Identity()(1, 2) == (1, 2)

@@ -1,0 +1,157 @@
+"""The verdict rules on hand-built facts: one test per rule, each able to fail."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.records import Bottleneck
+from tests.unit import builders as b
+
+
+def facts(real, synthetic=None, no_aug=None, workers=2, pin=False, cuda=False) -> Facts:
+    return Facts(
+        real=real,
+        synthetic=synthetic,
+        no_aug=no_aug,
+        loader=b.loader(num_workers=workers, pin=pin),
+        cpu_count=2,
+        cuda_in_use=cuda,
+    )
+
+
+def test_augmentation_that_costs_a_lot_is_the_cause() -> None:
+    v = decide(
+        facts(b.summary(wait=0.6), b.summary("synthetic", throughput=400.0), b.summary("no-aug", throughput=250.0))
+    )
+    assert v.bottleneck is Bottleneck.CPU
+    assert "augmentation" in v.label
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+    assert v.speedup_ceiling == pytest.approx(4.0)
+    assert v.augmentation_speedup == pytest.approx(2.5)
+
+
+def test_busy_loaders_mean_cpu_bound() -> None:
+    v = decide(facts(b.summary(wait=0.5, busy=0.9), b.summary("synthetic", throughput=300.0)))
+    assert v.bottleneck is Bottleneck.CPU
+    assert "decode/collate" in v.label
+
+
+def test_sleeping_loaders_mean_io_bound() -> None:
+    v = decide(facts(b.summary(wait=0.8, busy=0.1, system=0.2), b.summary("synthetic", throughput=900.0)))
+    assert v.bottleneck is Bottleneck.IO
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+
+
+def test_busy_main_process_without_workers_is_cpu_in_the_main_process() -> None:
+    v = decide(facts(b.summary(wait=0.5, busy=0.97, workers=0), b.summary("synthetic", throughput=200.0), workers=0))
+    assert v.bottleneck is Bottleneck.CPU
+    assert "main process" in v.label
+
+
+def test_augmentation_that_costs_little_is_not_the_cause() -> None:
+    v = decide(
+        facts(
+            b.summary(wait=0.7, busy=0.1, system=0.2),
+            b.summary("synthetic", throughput=500.0),
+            b.summary("no-aug", throughput=105.0),
+        )
+    )
+    assert v.bottleneck is Bottleneck.IO
+    assert any("not the main cost" in line for line in v.evidence)
+
+
+def test_small_wait_and_no_ceiling_is_compute_bound() -> None:
+    v = decide(facts(b.summary(wait=0.01), b.summary("synthetic", throughput=103.0)))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+
+
+def test_an_unexplained_ceiling_without_concurrent_loading_is_noise() -> None:
+    # num_workers=0: nothing loads while the step runs, so a 1.25x ceiling with no wait is noise
+    real = b.summary(wait=0.004, compute_ms=12.5, workers=0)
+    synthetic = b.summary("synthetic", throughput=125.0, wait=0.004, compute_ms=10.0, workers=0)
+    v = decide(facts(real, synthetic, workers=0))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    assert v.confidence == pytest.approx(th.CONFIDENCE_ONE_SIGNAL)
+    assert any("noise" in line for line in v.evidence)
+
+
+def test_contention_explains_a_ceiling_with_little_wait() -> None:
+    # CPU-only training: workers slow the step itself (79 ms vs 21 ms) though the loop rarely waits
+    real = b.summary(wait=0.05, compute_ms=79.0, busy=0.95, system=1.0)
+    synthetic = b.summary("synthetic", throughput=380.0, compute_ms=21.0)
+    v = decide(facts(real, synthetic))
+    assert v.bottleneck is Bottleneck.CPU
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+    assert any("79 ms" in line and "21 ms" in line for line in v.evidence)
+
+
+def test_a_ceiling_contradicted_by_the_wait_is_hedged() -> None:
+    real = b.summary(wait=0.05, compute_ms=20.0, busy=0.95, workers=0)
+    synthetic = b.summary("synthetic", throughput=200.0, compute_ms=20.0, workers=0)
+    v = decide(facts(real, synthetic, workers=0))
+    assert v.confidence == pytest.approx(th.CONFIDENCE_HEDGED)
+
+
+def test_in_between_is_partly_input_bound_with_low_confidence() -> None:
+    v = decide(facts(b.summary(wait=0.15, busy=0.9), b.summary("synthetic", throughput=130.0)))
+    assert v.label.startswith("Partly input-bound")
+    assert v.confidence <= th.CONFIDENCE_HEDGED
+
+
+def test_all_cores_busy_is_said_with_its_number() -> None:
+    v = decide(facts(b.summary(wait=0.5, busy=0.9, system=0.97), b.summary("synthetic", throughput=300.0)))
+    assert any("more workers cannot help" in line and "97%" in line for line in v.evidence)
+
+
+def test_without_synthetic_a_high_wait_still_decides_with_less_confidence() -> None:
+    v = decide(facts(b.summary(wait=0.5, busy=0.9)))
+    assert v.bottleneck is Bottleneck.CPU
+    assert v.speedup_ceiling is None
+    assert v.confidence == pytest.approx(th.CONFIDENCE_ONE_SIGNAL)
+
+
+def test_unknown_loader_cpu_leaves_the_cause_inconclusive() -> None:
+    v = decide(facts(b.summary(wait=0.5, busy=None), b.summary("synthetic", throughput=300.0)))
+    assert v.bottleneck is Bottleneck.INCONCLUSIVE
+    assert v.confidence < th.CONFIDENCE_STRONG
+
+
+def test_no_measurements_is_inconclusive_never_none() -> None:
+    v = decide(facts(b.summary(wait=None, throughput=None)), caveats=("the real run failed",))
+    assert v.bottleneck is Bottleneck.INCONCLUSIVE
+    assert v.caveats == ("the real run failed",)
+
+
+def test_gpu_idle_with_free_inputs_is_host_bound() -> None:
+    real = b.summary(wait=0.02, gpu=30.0)
+    synthetic = b.summary("synthetic", throughput=102.0, gpu=35.0)
+    assert decide(facts(real, synthetic, cuda=True)).bottleneck is Bottleneck.HOST
+
+
+def test_gpu_busy_with_free_inputs_is_compute_bound() -> None:
+    real = b.summary(wait=0.02, gpu=95.0)
+    synthetic = b.summary("synthetic", throughput=102.0, gpu=97.0)
+    v = decide(facts(real, synthetic, cuda=True))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    assert "GPU" in v.label
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        facts(b.summary(wait=0.6), b.summary("synthetic", throughput=400.0), b.summary("no-aug", throughput=250.0)),
+        facts(b.summary(wait=0.8, busy=0.1, system=0.2), b.summary("synthetic", throughput=900.0)),
+        facts(b.summary(wait=0.01), b.summary("synthetic", throughput=103.0)),
+        facts(
+            b.summary(wait=0.05, compute_ms=79.0, system=1.0), b.summary("synthetic", throughput=380.0, compute_ms=21.0)
+        ),
+    ],
+)
+def test_every_evidence_line_quotes_a_number(case: Facts) -> None:
+    for line in decide(case).evidence:
+        assert re.search(r"\d", line), line
