@@ -231,6 +231,8 @@ def describe_error(run: RunResult) -> str | None:
         return "timed out"
     if run.status is RunStatus.INTERRUPTED:
         return "interrupted"
+    if run.signal_name == "SIGKILL":
+        return "killed by SIGKILL (often the out-of-memory killer)"
     if run.signal_name is not None:
         return f"killed by {run.signal_name}"
     if run.status is RunStatus.FAILED and run.stop_reason is StopReason.SCRIPT_ENDED:

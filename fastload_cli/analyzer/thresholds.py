@@ -40,6 +40,8 @@ LOADER_IDLE = 0.35
 CPU_SATURATED = 0.85
 # System iowait fraction worth quoting as evidence of storage stalls.
 IOWAIT_NOTABLE = 0.05
+# Storage read rate worth quoting as evidence (bytes/s); below it the data came from the page cache.
+READ_RATE_NOTABLE = 1e6
 # Device busy % below which a compute-bound CUDA run is limited by the host loop, not the GPU
 # (the GPU idles half the time even with free inputs).
 GPU_BUSY_LOW_PERCENT = 50.0

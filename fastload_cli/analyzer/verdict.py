@@ -312,6 +312,6 @@ def _io_lines(f: Facts) -> tuple[str, ...]:
         lines.append(f"The machine's CPUs were only {pct(f.real.system_cpu_busy_fraction)} busy.")
     if f.real.iowait_fraction is not None and f.real.iowait_fraction >= th.IOWAIT_NOTABLE:
         lines.append(f"{pct(f.real.iowait_fraction)} of CPU time was iowait: storage stalls.")
-    if f.real.read_bytes_per_s:
+    if f.real.read_bytes_per_s is not None and f.real.read_bytes_per_s >= th.READ_RATE_NOTABLE:
         lines.append(f"The run read {f.real.read_bytes_per_s / 1e6:.1f} MB/s from storage.")
     return tuple(lines)

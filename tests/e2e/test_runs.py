@@ -60,6 +60,15 @@ def test_a_script_that_fails_after_some_batches_keeps_what_was_measured() -> Non
     assert any("real run failed" in c for c in report["verdict"]["caveats"])
 
 
+def test_a_child_killed_mid_run_loses_nothing_it_measured() -> None:
+    done = run_fastload("diagnose", TOY, "--modes", "real", "--max-batches", "60", "--json", "-", "--",
+                        "--workers", "2", "--kill-at", "30")  # fmt: skip
+    run = report_of(done)["runs"][0]
+    assert run["status"] == "failed"
+    assert run["error"].startswith("killed by SIGKILL")
+    assert run["batches"] >= 20  # the batches before the kill are all there
+
+
 def test_no_dataloader_is_an_error_with_a_hint() -> None:
     done = run_fastload("diagnose", TOY, "--", "--no-loader")
     assert done.returncode == 1

@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -19,6 +20,7 @@ parser.add_argument("--steps", type=int, default=0, help="stop after this many s
 parser.add_argument("--marker", help="create this file after --marker-after steps")
 parser.add_argument("--marker-after", type=int, default=5)
 parser.add_argument("--fail-at", type=int, default=-1, help="raise at this step (0: before the first batch)")
+parser.add_argument("--kill-at", type=int, default=-1, help="SIGKILL itself at this step")
 parser.add_argument("--no-loader", action="store_true", help="train without a DataLoader")
 parser.add_argument("--view", help="write what the script sees (argv, path, cwd, __name__) here")
 args = parser.parse_args()
@@ -61,6 +63,8 @@ for _epoch in range(args.epochs):
         step += 1
         if args.marker and step == args.marker_after:
             open(args.marker, "w").close()
+        if step == args.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
         if step == args.fail_at:
             raise ValueError(f"failing at step {step}, as asked")
         if step == args.steps:

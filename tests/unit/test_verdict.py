@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -155,3 +156,12 @@ def test_gpu_busy_with_free_inputs_is_compute_bound() -> None:
 def test_every_evidence_line_quotes_a_number(case: Facts) -> None:
     for line in decide(case).evidence:
         assert re.search(r"\d", line), line
+
+
+def test_io_evidence_quotes_storage_reads_only_when_there_were_some() -> None:
+    def io_verdict(read_rate: float):
+        real = dataclasses.replace(b.summary(wait=0.8, busy=0.1, system=0.2), read_bytes_per_s=read_rate)
+        return decide(facts(real, b.summary("synthetic", throughput=900.0)))
+
+    assert any("25.0 MB/s" in line for line in io_verdict(25e6).evidence)
+    assert not any("MB/s" in line for line in io_verdict(200.0).evidence)

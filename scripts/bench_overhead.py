@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Instrumentation overhead of `fastload` real mode, measured two ways.
+
+    python scripts/bench_overhead.py [--runs 5] [--steps 80] [--examples heavy-model,augmentation]
+
+1. End to end. Each bundled example times itself from its 5th step to its last and prints
+   "throughput: X samples/s". That number is read from a plain `python example.py --steps N`
+   run and from the same script under `fastload diagnose --modes real` (with --show-output and
+   --max-batches large enough that the script finishes by itself): the same batches, timed by the
+   same code. Plain and fastload runs alternate; the table gives the median of each, and the
+   median and range of the per-pair ratios (fastload / plain).
+2. Cost accounting, which machine noise does not blur: the time the child's hooks add to every
+   batch (an in-process microbenchmark), as a share of the step time fastload measured; and the
+   CPU time of the fastload process itself (event reading, sampling), as a share of all cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fastload_cli.examples import EXAMPLES, find  # noqa: E402
+
+THROUGHPUT = re.compile(r"throughput: ([0-9.]+) samples/s")
+HOOK_BENCH = r"""
+import os, statistics, time, torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.set_num_threads(1)
+data = TensorDataset(torch.randn(20000, 3, 32, 32), torch.randint(0, 10, (20000,)))
+def per_batch(n=600):
+    it = iter(DataLoader(data, batch_size=32)); next(it)
+    t = time.perf_counter_ns()
+    for _ in range(n): next(it)
+    return (time.perf_counter_ns() - t) / n
+plain = statistics.median(per_batch() for _ in range(9))
+from fastload_cli.runner.hooks import Channel, ChildOptions, install
+install(Channel(os.open(os.devnull, os.O_WRONLY)), ChildOptions())
+hooked = statistics.median(per_batch() for _ in range(9))
+print((hooked - plain) / 1000)
+"""
+
+
+def plain(path: Path, steps: int) -> float:
+    command = [sys.executable, str(path), "--steps", str(steps)]
+    return _throughput(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def under_fastload(path: Path, steps: int) -> tuple[float, dict, float, float]:
+    """(script throughput, fastload's report, fastload's own CPU seconds, wall seconds)."""
+    command = [
+        sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", "real", "--warmup", "0",
+        "--max-batches", str(steps * 10), "--show-output", "--quiet", "--json", "-", "--", "--steps", str(steps),
+    ]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    own_cpu = _own_cpu_until_exit(proc)
+    stdout, stderr = proc.communicate()
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"fastload failed:\n{stderr[-3000:]}")
+    return _throughput(stderr), json.loads(stdout), own_cpu, wall
+
+
+def _own_cpu_until_exit(proc: subprocess.Popen[str]) -> float:
+    """CPU seconds of the fastload process itself (not its children), read until it exits."""
+    watched, last = psutil.Process(proc.pid), 0.0
+    while proc.poll() is None:
+        try:
+            times = watched.cpu_times()
+            last = times.user + times.system
+        except psutil.Error:
+            break
+        time.sleep(0.05)
+    return last
+
+
+def _throughput(text: str) -> float:
+    found = THROUGHPUT.findall(text)
+    if not found:
+        raise SystemExit(f"no throughput line in the script's output:\n{text[-2000:]}")
+    return float(found[-1])
+
+
+def hook_cost_us() -> float:
+    done = subprocess.run([sys.executable, "-c", HOOK_BENCH], cwd=ROOT, capture_output=True, text=True, check=True)
+    return float(done.stdout.strip())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=80)
+    parser.add_argument("--examples", default=",".join(e.name for e in EXAMPLES))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    cost_us = hook_cost_us()
+    cores = len(os.sched_getaffinity(0))
+    print(f"child hooks add {cost_us:.1f} us per batch; {cores} cores\n")
+    header = ("example", "plain", "fastload", "ratio of", "pair ratios", "hooks /", "fastload CPU")
+    print("{:<21}{:>10}{:>10}{:>10}{:>15}{:>9}{:>14}".format(*header))
+    print("{:<21}{:>10}{:>10}{:>10}{:>15}{:>9}{:>14}".format("", "samples/s", "samples/s", "medians", "median [range]",
+                                                            "step", "/ all cores"))  # fmt: skip
+    rows = []
+    for name in args.examples.split(","):
+        example = find(name)
+        if example is None:
+            raise SystemExit(f"unknown example {name}")
+        plain_runs, fastload_runs, steps_ms, own = [], [], [], []
+        for _ in range(args.runs):
+            plain_runs.append(plain(example.path, args.steps))
+            throughput, report, own_cpu, wall = under_fastload(example.path, args.steps)
+            fastload_runs.append(throughput)
+            steps_ms.append(report["runs"][0]["step_ms_p50"])
+            own.append(own_cpu / (wall * cores))
+        pairs = [f / p for f, p in zip(fastload_runs, plain_runs, strict=True)]
+        row = {
+            "example": name,
+            "plain": plain_runs,
+            "fastload_real": fastload_runs,
+            "ratio_of_medians": statistics.median(fastload_runs) / statistics.median(plain_runs),
+            "pair_ratios": pairs,
+            "hook_share_of_step": cost_us / 1000 / statistics.median(steps_ms),
+            "fastload_cpu_share": statistics.median(own),
+        }
+        rows.append(row)
+        spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
+        print(
+            f"{name:<21}{statistics.median(plain_runs):>10.1f}{statistics.median(fastload_runs):>10.1f}"
+            f"{row['ratio_of_medians']:>10.3f}{spread:>15}{100 * row['hook_share_of_step']:>8.3f}%"
+            f"{100 * row['fastload_cpu_share']:>13.2f}%"
+        )
+    if args.out:
+        result = {"runs": args.runs, "steps": args.steps, "hook_cost_us": cost_us, "cores": cores, "rows": rows}
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
