@@ -282,11 +282,11 @@ def _run_with_progress(base: RunConfig, specs: tuple[ModeSpec, ...], nvml: Any, 
             on_batches=lambda done, total: progress.update(task, completed=min(done, total)), on_output=on_output
         )
 
-    def on_skip(spec: ModeSpec, why: str) -> None:
-        note(out, f"Skipping {spec.label}: {why}.")
+    def on_note(spec: ModeSpec, message: str) -> None:
+        note(out, f"{spec.label}: {message}.")
 
     with progress:
-        return run_modes(base, specs, nvml, observe, on_skip)
+        return run_modes(base, specs, nvml, observe, on_note)
 
 
 def _stream_output(data: bytes) -> None:

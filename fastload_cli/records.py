@@ -291,6 +291,7 @@ class RunResult:
     gpu_samples: tuple[GpuSample, ...] = ()
     gpu_unavailable: str | None = None  # why there are no GPU samples
     schedstat: bool = False  # the child could read its thread's run-queue time
+    profiler_cpu_s: float | None = None  # fastload's own CPU time (all its threads) during the run
 
     @property
     def label(self) -> str:
@@ -330,6 +331,8 @@ class RunSummary:
     rss_bytes: int | None = None
     run_wall_s: float | None = None  # the whole child run, start-up included
     stop_reason: str | None = None
+    foreign_cpu_fraction: float | None = None  # machine CPU used by processes outside the run
+    profiler_cpu_percent: float | None = None  # fastload's own CPU over the run, % of one core
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import fastload_cli
-from fastload_cli.analyzer import Analysis
+from fastload_cli.analyzer import Analysis, disturbed
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.config import RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
@@ -46,24 +47,45 @@ def run_modes(
     modes: Sequence[ModeSpec],
     nvml: Nvml | str | None,
     observe: ObserverFactory,
-    on_skip: Callable[[ModeSpec, str], None] = lambda spec, why: None,
+    on_note: Callable[[ModeSpec, str], None] = lambda spec, message: None,
 ) -> Outcome:
     runs: list[RunResult] = []
     try:
         for spec in modes:
             skip = _why_skip(spec, runs, base)
             if skip is not None:
-                on_skip(spec, skip)
+                on_note(spec, f"skipped: {skip}")
                 continue
             run = run_mode(base.with_mode(spec), nvml, observe(spec))
+            if spec.mode is Mode.REAL:
+                check_measurable(run)
+            load = _foreign_load(run)
+            if load is not None:  # other work took much of the machine: measure this mode again
+                on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
+                again = run_mode(base.with_mode(spec), nvml, observe(spec))
+                run = again if again.status is RunStatus.INTERRUPTED else _quieter(run, again)
             runs.append(run)
             if run.status is RunStatus.INTERRUPTED:
                 return Outcome(runs=tuple(runs), interrupted=True)
-            if spec.mode is Mode.REAL:
-                check_measurable(run)
     except KeyboardInterrupt:  # between two runs: the finished ones are kept
         return Outcome(runs=tuple(runs), interrupted=True)
     return Outcome(runs=tuple(runs), interrupted=False)
+
+
+def _foreign_load(run: RunResult) -> float | None:
+    """The share of CPU other processes took during a finished run, when it skews the run."""
+    if run.status is not RunStatus.OK:
+        return None
+    summary = summarize(run)
+    return summary.foreign_cpu_fraction if disturbed(summary) else None
+
+
+def _quieter(first: RunResult, second: RunResult) -> RunResult:
+    def load(run: RunResult) -> float:
+        found = summarize(run).foreign_cpu_fraction
+        return 1.0 if found is None or run.status is not RunStatus.OK else found
+
+    return second if load(second) < load(first) else first
 
 
 def _why_skip(spec: ModeSpec, done: list[RunResult], base: RunConfig) -> str | None:

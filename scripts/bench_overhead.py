@@ -11,7 +11,8 @@
    median and range of the per-pair ratios (fastload / plain).
 2. Cost accounting, which machine noise does not blur: the time the child's hooks add to every
    batch (an in-process microbenchmark), as a share of the step time fastload measured; and the
-   CPU time of the fastload process itself (event reading, sampling), as a share of all cores.
+   CPU time of the fastload process itself during the run (event reading, sampling), which it
+   reports as `profiler_cpu_percent`, as a share of all cores.
 """
 
 from __future__ import annotations
@@ -23,10 +24,7 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,33 +55,16 @@ def plain(path: Path, steps: int) -> float:
     return _throughput(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
 
-def under_fastload(path: Path, steps: int) -> tuple[float, dict, float, float]:
-    """(script throughput, fastload's report, fastload's own CPU seconds, wall seconds)."""
+def under_fastload(path: Path, steps: int) -> tuple[float, dict]:
+    """(the script's own throughput, fastload's report)."""
     command = [
         sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", "real", "--warmup", "0",
         "--max-batches", str(steps * 10), "--show-output", "--quiet", "--json", "-", "--", "--steps", str(steps),
     ]  # fmt: skip
-    started = time.monotonic()
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    own_cpu = _own_cpu_until_exit(proc)
-    stdout, stderr = proc.communicate()
-    wall = time.monotonic() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"fastload failed:\n{stderr[-3000:]}")
-    return _throughput(stderr), json.loads(stdout), own_cpu, wall
-
-
-def _own_cpu_until_exit(proc: subprocess.Popen[str]) -> float:
-    """CPU seconds of the fastload process itself (not its children), read until it exits."""
-    watched, last = psutil.Process(proc.pid), 0.0
-    while proc.poll() is None:
-        try:
-            times = watched.cpu_times()
-            last = times.user + times.system
-        except psutil.Error:
-            break
-        time.sleep(0.05)
-    return last
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"fastload failed:\n{done.stderr[-3000:]}")
+    return _throughput(done.stderr), json.loads(done.stdout)
 
 
 def _throughput(text: str) -> float:
@@ -110,9 +91,9 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     print(f"child hooks add {cost_us:.1f} us per batch; {cores} cores\n")
     header = ("example", "plain", "fastload", "ratio of", "pair ratios", "hooks /", "fastload CPU")
-    print("{:<21}{:>10}{:>10}{:>10}{:>15}{:>9}{:>14}".format(*header))
-    print("{:<21}{:>10}{:>10}{:>10}{:>15}{:>9}{:>14}".format("", "samples/s", "samples/s", "medians", "median [range]",
-                                                            "step", "/ all cores"))  # fmt: skip
+    print("{:<21}{:>11}{:>11}{:>10}{:>24}{:>10}{:>14}".format(*header))
+    print("{:<21}{:>11}{:>11}{:>10}{:>24}{:>10}{:>14}".format("", "samples/s", "samples/s", "medians", "median [range]",
+                                                             "step", "/ all cores"))  # fmt: skip
     rows = []
     for name in args.examples.split(","):
         example = find(name)
@@ -121,10 +102,10 @@ def main() -> int:
         plain_runs, fastload_runs, steps_ms, own = [], [], [], []
         for _ in range(args.runs):
             plain_runs.append(plain(example.path, args.steps))
-            throughput, report, own_cpu, wall = under_fastload(example.path, args.steps)
+            throughput, report = under_fastload(example.path, args.steps)
             fastload_runs.append(throughput)
             steps_ms.append(report["runs"][0]["step_ms_p50"])
-            own.append(own_cpu / (wall * cores))
+            own.append(report["runs"][0]["profiler_cpu_percent"] / 100 / cores)
         pairs = [f / p for f, p in zip(fastload_runs, plain_runs, strict=True)]
         row = {
             "example": name,
@@ -138,8 +119,8 @@ def main() -> int:
         rows.append(row)
         spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
         print(
-            f"{name:<21}{statistics.median(plain_runs):>10.1f}{statistics.median(fastload_runs):>10.1f}"
-            f"{row['ratio_of_medians']:>10.3f}{spread:>15}{100 * row['hook_share_of_step']:>8.3f}%"
+            f"{name:<21}{statistics.median(plain_runs):>11.1f}{statistics.median(fastload_runs):>11.1f}"
+            f"{row['ratio_of_medians']:>10.3f}{spread:>24}{100 * row['hook_share_of_step']:>9.3f}%"
             f"{100 * row['fastload_cpu_share']:>13.2f}%"
         )
     if args.out:

@@ -40,6 +40,8 @@ def _first(
 def gather_facts(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> Facts:
     real = _first(runs, summaries, Mode.REAL)
     synthetic = _first(runs, summaries, Mode.SYNTHETIC)
+    if synthetic is not None and not replayed(synthetic[0]):
+        synthetic = None  # it ran the real pipeline: no ceiling can be read from it
     no_aug = _first(runs, summaries, Mode.NO_AUG)
     real_run = real[0] if real else None
     return Facts(
@@ -51,6 +53,7 @@ def gather_facts(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> 
         cuda_in_use=any(r.env.cuda_in_use for r in runs),
         augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
         substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ())),
+        disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
     )
 
 
@@ -80,6 +83,12 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
             f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "
             f"{run.requested_batches}); its numbers rest on fewer batches."
         )
+    if disturbed(s):
+        assert s.foreign_cpu_fraction is not None
+        found.append(
+            f"Other processes used {100 * s.foreign_cpu_fraction:.0f}% of the machine's CPU during the {s.mode} run: "
+            "its throughput is not a fair comparison; run fastload on a quieter machine."
+        )
     if 0 < s.batches < th.MIN_STEADY_BATCHES:
         found.append(f"{s.mode}: only {s.batches} steady-state batches were measured: figures are rough.")
     if run.spec.mode is Mode.REAL and s.batches and s.loader_busy_fraction is None and s.num_workers:
@@ -87,11 +96,25 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     return found
 
 
+def disturbed(summary: RunSummary) -> bool:
+    """Other processes took enough of the machine during the run to skew its throughput."""
+    return summary.foreign_cpu_fraction is not None and summary.foreign_cpu_fraction >= th.FOREIGN_LOAD_NOTABLE
+
+
+def replayed(run: RunResult) -> bool:
+    """A synthetic run that actually replayed batches (an uncopyable batch stays real)."""
+    return any(b.synthetic for b in run.batches)
+
+
 def _missing_modes(runs: Sequence[RunResult]) -> list[str]:
     modes = {r.spec.mode for r in runs}
     found = []
     if Mode.SYNTHETIC not in modes:
         found.append("No synthetic run: the speedup ceiling is unknown, and expected gains with it.")
+    for run in runs:
+        if run.spec.mode is Mode.SYNTHETIC and run.batches and not replayed(run):
+            why = "; ".join(s.original for s in run.substitutions) or "no batch was cached"
+            found.append(f"The synthetic run replayed no batch ({why}): the speedup ceiling is unknown.")
     real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
     if (
         Mode.NO_AUG not in modes

@@ -147,6 +147,18 @@ def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Readi
     return sum(found) if found else None
 
 
+def foreign_cpu_fraction(samples: tuple[HostSample, ...], window: list[Span]) -> float | None:
+    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
+    if len(samples) < 2 or not window:
+        return None
+    busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
+    total = busy + Cumulative((s.t_ns, s.system.idle_s + (s.system.iowait_s or 0.0)) for s in samples).over(window)
+    ours = tree_delta(samples, window, lambda p: p.cpu_s)
+    if ours is None or total <= 0:
+        return None
+    return min(1.0, max(0.0, busy - ours) / total)
+
+
 def system_fractions(samples: tuple[HostSample, ...], window: list[Span]) -> tuple[float | None, float | None]:
     """(busy, iowait) as fractions of all CPU time on the machine over the window."""
     if len(samples) < 2 or not window:
@@ -280,6 +292,8 @@ def summarize(run: RunResult) -> RunSummary:
         rss_bytes=peak_rss(run.host_samples),
         run_wall_s=(run.ended_ns - run.started_ns) / NS,
         stop_reason=run.stop_reason.value,
+        foreign_cpu_fraction=foreign_cpu_fraction(run.host_samples, window),
+        profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
     )
 
 

@@ -53,6 +53,13 @@ CONFIDENCE_ONE_SIGNAL = 0.7  # one signal clear, the other in between or missing
 CONFIDENCE_HEDGED = 0.5  # both signals in between: a mixed case
 CONFIDENCE_CAUSE_UNCLEAR = 0.75  # multiplier when the cause (cpu vs io) rests on weak evidence
 
+# Share of the machine's CPU time taken by processes outside the run (other jobs on a shared
+# machine) above which that run's throughput is not a fair comparison with the others: on two
+# cores, 15% is a third of a core, several times the run-to-run noise of a quiet machine.
+FOREIGN_LOAD_NOTABLE = 0.15
+# Confidence multiplier when a compared run was disturbed by such load.
+CONFIDENCE_DISTURBED = 0.75
+
 # -- Data quality ------------------------------------------------------------------------------
 
 # Fewer steady-state batches than this: numbers are rough, and the report says so.

@@ -12,7 +12,7 @@ Every evidence line quotes the number it rests on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.records import Bottleneck, LoaderInfo, RunSummary, Verdict
@@ -30,6 +30,7 @@ class Facts:
     cuda_in_use: bool = False
     augmentations: tuple[str, ...] = ()
     substituted: tuple[str, ...] = ()  # what no-aug actually replaced
+    disturbed: bool = False  # other processes took a large share of the CPU during a compared run
 
     @property
     def ceiling(self) -> float | None:
@@ -96,6 +97,13 @@ def rate(summary: RunSummary) -> str:
 
 
 def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
+    verdict = _decide(f, caveats)
+    if f.disturbed:
+        return replace(verdict, confidence=round(verdict.confidence * th.CONFIDENCE_DISTURBED, 2))
+    return verdict
+
+
+def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     real = f.real
     if real is None or real.data_wait_fraction is None or real.throughput_samples_per_s is None:
         return Verdict(

@@ -32,8 +32,10 @@ from fastload_cli.records import EventKind, Mode
 from fastload_cli.runner import transforms
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
+SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
 MAX_LEAVES = 64  # tensors walked per batch (sizes and bytes); deeper structures are truncated
 MAX_DEPTH = 6
+MAX_ITEMS = 256  # items looked at per container: a list of a million file names is not walked
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,13 +155,13 @@ def tensor_leaves(batch: Any, path: str = "", depth: int = 0) -> Iterator[tuple[
     elif depth >= MAX_DEPTH or isinstance(batch, (str, bytes)):
         return
     elif isinstance(batch, Mapping):
-        for key, value in batch.items():
+        for key, value in itertools.islice(batch.items(), MAX_ITEMS):
             yield from tensor_leaves(value, f"{path}[{key!r}]", depth + 1)
     elif isinstance(batch, Sequence):
-        for i, value in enumerate(batch):
+        for i, value in enumerate(itertools.islice(batch, MAX_ITEMS)):
             yield from tensor_leaves(value, f"{path}[{i}]", depth + 1)
     elif hasattr(batch, "__dict__"):
-        for key, value in vars(batch).items():
+        for key, value in itertools.islice(vars(batch).items(), MAX_ITEMS):
             yield from tensor_leaves(value, f"{path}.{key}", depth + 1)
 
 
@@ -203,7 +205,7 @@ def copy_batch(batch: Any) -> Any:
     """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned."""
     if _is_tensor(batch):
         if _is_pinned(batch):
-            return batch.clone().pin_memory()
+            return sys.modules["torch"].empty_like(batch, pin_memory=True).copy_(batch)
         return batch.clone()
     if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
         return batch
@@ -229,6 +231,7 @@ class LoaderState:
     batches: int = 0  # delivered so far, all epochs
     cached: Any = None  # synthetic mode: the batch replayed after warm-up
     cache_ready: bool = False
+    cache_failed: bool = False
 
 
 @dataclass(slots=True)
@@ -268,7 +271,11 @@ class Hooks:
             if getattr(loader, "_fastload_state", None) is not None:  # a subclass calling super()
                 original(loader, *args, **kwargs)
                 return
-            bound = signature.bind(loader, *args, **kwargs)
+            try:
+                bound = signature.bind(loader, *args, **kwargs)
+            except TypeError:  # let DataLoader raise its own error for bad arguments
+                original(loader, *args, **kwargs)
+                return
             loader_id = next(hooks._loader_ids)
             original_workers = hooks._override_workers(bound.arguments, loader_id)
             original(*bound.args, **bound.kwargs)
@@ -304,9 +311,13 @@ class Hooks:
     def _after_init(self, loader: Any, loader_id: int, original_workers: int | None) -> None:
         keep = frozenset(self.options.keep_transforms)
         drop = frozenset(self.options.drop_transforms)
-        found = transforms.find_augmentations(loader.dataset, keep, drop)
-        if self.options.mode == Mode.NO_AUG.value:
-            self._derandomize(loader, loader_id, keep, drop)
+        try:
+            found = transforms.find_augmentations(loader.dataset, keep, drop)
+            if self.options.mode == Mode.NO_AUG.value:
+                self._derandomize(loader, loader_id, keep, drop)
+        except Exception as exc:  # fastload's own walk must never break the script's loader
+            found = []
+            self._report_problem(loader_id, f"transforms not inspected: {type(exc).__name__}: {exc}")
         loader._fastload_state = LoaderState(
             loader_id=loader_id, collated=bool(loader._auto_collation), replay=self._replay
         )
@@ -340,14 +351,17 @@ class Hooks:
                 guessed=item.guessed,
             )
         for problem in walk.problems:
-            self.channel.emit(
-                EventKind.SUBSTITUTION,
-                loader_id=loader_id,
-                location="dataset",
-                original=problem,
-                replacement="unchanged",
-                guessed=False,
-            )
+            self._report_problem(loader_id, problem)
+
+    def _report_problem(self, loader_id: int, problem: str) -> None:
+        self.channel.emit(
+            EventKind.SUBSTITUTION,
+            loader_id=loader_id,
+            location="dataset",
+            original=problem,
+            replacement="unchanged",
+            guessed=False,
+        )
 
     # -- DataLoader.__iter__ ---------------------------------------------------------------
 
@@ -400,14 +414,31 @@ class Hooks:
             end = time.monotonic_ns()
             cpu1, runq1 = hooks.clock.read()
             hooks._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), False)
-            if synthetic and epoch.loader.batches >= replay_after:
-                epoch.loader.cached = copy_batch(batch)
-                epoch.loader.cache_ready = True
-                _stop_workers(iterator)
+            if synthetic and epoch.loader.batches >= replay_after and not epoch.loader.cache_failed:
+                hooks._cache(iterator, epoch.loader, batch)
             return batch
 
         __next__.__wrapped__ = original  # type: ignore[attr-defined]
         return __next__
+
+    def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
+        """Synthetic mode: keep a copy of ``batch`` to replay; a batch that cannot be copied
+        leaves this loader real (and says why) rather than break the script."""
+        try:
+            loader.cached = copy_batch(batch)
+        except Exception as exc:
+            loader.cache_failed = True
+            self.channel.emit(
+                EventKind.SUBSTITUTION,
+                loader_id=loader.loader_id,
+                location=SYNTHETIC_LOCATION,
+                original=f"{type(batch).__qualname__} batch cannot be copied ({type(exc).__name__}: {exc})",
+                replacement="not replayed: this loader stays real",
+                guessed=False,
+            )
+            return
+        loader.cache_ready = True
+        _stop_workers(iterator)
 
     def _replay(self, iterator: Any, epoch: EpochState) -> Any:
         """Synthetic mode: a fresh copy of the cached batch, with the epoch's length kept."""
@@ -427,7 +458,10 @@ class Hooks:
         self, epoch: EpochState, batch: Any, start: int, end: int, cpu: int, runq: int | None, synthetic: bool
     ) -> None:
         loader = epoch.loader
-        samples, nbytes = batch_size_and_bytes(batch, loader.collated)
+        try:
+            samples, nbytes = batch_size_and_bytes(batch, loader.collated)
+        except Exception:  # an exotic batch must not break the training loop; count it, size unknown
+            samples, nbytes = 1, 0
         self.channel.emit(
             EventKind.BATCH,
             loader_id=loader.loader_id,
@@ -442,17 +476,19 @@ class Hooks:
             synthetic=synthetic,
         )
         if loader.batches == 0:
-            self.channel.emit(
-                EventKind.LAYOUT,
-                loader_id=loader.loader_id,
-                python_type=type(batch).__qualname__,
-                leaves=batch_layout(batch),
-            )
+            self._report_layout(loader.loader_id, batch)
         if not self._env_sent:
             self._env_sent = True
             self.channel.emit(EventKind.ENV, **torch_env(final=False))
         epoch.index += 1
         loader.batches += 1
+
+    def _report_layout(self, loader_id: int, batch: Any) -> None:
+        try:
+            leaves = batch_layout(batch)
+        except Exception:  # describing the batch is a nicety, never worth breaking the script
+            leaves = []
+        self.channel.emit(EventKind.LAYOUT, loader_id=loader_id, python_type=type(batch).__qualname__, leaves=leaves)
 
 
 class ReplayIterator:

@@ -81,6 +81,7 @@ class _Run:
         self.tail = bytearray()
         self.run_id = uuid.uuid4().hex
         self.started_ns = time.monotonic_ns()
+        self.started_cpu_s = time.process_time()  # fastload's own CPU, all threads
         self.stop_reason: StopReason | None = None
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
@@ -206,6 +207,7 @@ class _Run:
             gpu_samples=gpu_samples,
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,
+            profiler_cpu_s=time.process_time() - self.started_cpu_s,
         )
 
     def _status(self) -> tuple[RunStatus, StopReason]:

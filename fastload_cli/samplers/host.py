@@ -7,6 +7,7 @@ that cannot be read is ``None`` and its reason is recorded once in ``unavailable
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -171,8 +172,24 @@ def _why(exc: BaseException) -> str:
 
 
 def cpu_count() -> int | None:
-    """CPUs this process may run on (affinity), which is what workers can use."""
+    """CPUs the run can use: the affinity mask, lowered by a cgroup CPU quota (containers)."""
     try:
-        return len(os.sched_getaffinity(0))
+        count: int | None = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return psutil.cpu_count()
+        count = psutil.cpu_count()
+    quota = cgroup_cpu_quota()
+    if quota is not None and count is not None:
+        return max(1, min(count, math.ceil(quota)))
+    return count
+
+
+def cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
+    """CPUs allowed by a cgroup v2 quota ("200000 100000" = 2.0), or None without one."""
+    try:
+        with open(path) as handle:
+            limit, period = handle.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if limit == "max":
+        return None
+    return int(limit) / int(period)

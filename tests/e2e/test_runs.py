@@ -142,3 +142,10 @@ def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_pa
     assert report["interrupted"] is True
     assert report["runs"][0]["status"] == "interrupted"
     assert report["runs"][0]["batches"] > 0
+
+
+def test_objects_that_resist_introspection_do_not_break_the_script() -> None:
+    report = report_of(run_fastload("diagnose", str(SCRIPTS / "hostile_objects.py"), "--modes", "real,synthetic",
+                                    "--max-batches", "10", "--json", "-"))  # fmt: skip
+    assert [run["status"] for run in report["runs"]] == ["ok", "ok"]
+    assert all(run["batches"] == 10 for run in report["runs"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from fastload_cli.records import (
@@ -126,6 +127,8 @@ def run(
     cuda: bool = False,
 ) -> RunResult:
     end = batch_list[-1].wait_end_ns if batch_list else 0
+    if mode == "synthetic":  # as the child does: batches after warm-up are replays
+        batch_list = [dataclasses.replace(x, synthetic=i >= max(warmup, 1)) for i, x in enumerate(batch_list)]
     return RunResult(
         spec=ModeSpec.parse(mode),
         status=status,

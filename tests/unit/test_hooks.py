@@ -88,3 +88,10 @@ def test_channel_writes_json_lines_and_is_silent_in_forked_children() -> None:
 def test_options_round_trip() -> None:
     options = ChildOptions(mode="workers", workers=4, warmup=3, keep_transforms=("A",), drop_transforms=("B",))
     assert ChildOptions.from_json(options.to_json()) == options
+
+
+def test_a_huge_list_in_a_batch_is_not_walked_in_full() -> None:
+    batch = (torch.zeros(4, 2), ["file.jpg"] * 1_000_000)
+    from fastload_cli.runner.hooks import tensor_leaves
+
+    assert [path for path, _ in tensor_leaves(batch)] == ["[0]"]

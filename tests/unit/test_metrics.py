@@ -131,3 +131,11 @@ def test_cumulative_interpolates_and_clamps() -> None:
     assert c.at(-10) == 0.0
     assert c.at(1000) == 10.0
     assert c.over([(0, 50), (50, 100)]) == pytest.approx(10.0)
+
+
+def test_cpu_taken_by_other_processes_is_measured() -> None:
+    batch_list = one_epoch()
+    # the machine's 2 cores are 90% busy (1.8 cores); the run uses 1.0 + 2 x 0.1 = 1.2 cores
+    samples = b.host_samples(batch_list[-1].wait_end_ns, main_cores=1.0, worker_cores=(0.1, 0.1), system_busy=0.9)
+    s = summarize(b.run("real", batch_list, samples=samples))
+    assert s.foreign_cpu_fraction == pytest.approx(0.3)  # (1.8 - 1.2) / 2 cores

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +46,21 @@ def test_analysis_is_always_a_verdict_with_bounded_gains(
     assert v.speedup_ceiling is None or v.speedup_ceiling >= 0
     for r in analysis.recommendations:
         assert r.expected_speedup is None or (v.speedup_ceiling is not None and r.expected_speedup <= v.speedup_ceiling)
+
+
+def test_a_synthetic_run_that_replayed_nothing_gives_no_ceiling() -> None:
+    from fastload_cli.records import Substitution
+
+    real = b.run("real", b.batches([100] + [30] * 19, 10))
+    not_replayed = dataclasses.replace(
+        b.run("synthetic", b.batches([100] + [1] * 19, 10)),
+        batches=tuple(b.batches([100] + [1] * 19, 10)),  # synthetic=False: the loader stayed real
+        substitutions=(
+            Substitution(
+                loader_id=1, location="synthetic replay", original="Opaque batch cannot be copied", replacement="-"
+            ),
+        ),
+    )
+    analysis = analyze([real, not_replayed])
+    assert analysis.verdict.speedup_ceiling is None
+    assert any("replayed no batch (Opaque batch cannot be copied)" in c for c in analysis.verdict.caveats)

@@ -165,3 +165,10 @@ def test_io_evidence_quotes_storage_reads_only_when_there_were_some() -> None:
 
     assert any("25.0 MB/s" in line for line in io_verdict(25e6).evidence)
     assert not any("MB/s" in line for line in io_verdict(200.0).evidence)
+
+
+def test_a_disturbed_comparison_lowers_the_confidence() -> None:
+    quiet = facts(b.summary(wait=0.01), b.summary("synthetic", throughput=103.0))
+    noisy = dataclasses.replace(quiet, disturbed=True)
+    assert decide(noisy).bottleneck is decide(quiet).bottleneck
+    assert decide(noisy).confidence == round(th.CONFIDENCE_STRONG * th.CONFIDENCE_DISTURBED, 2)

@@ -1,0 +1,88 @@
+"""The mode sequence: skips, retries of disturbed runs, and what stops it (run_mode replaced)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from fastload_cli import session
+from fastload_cli.config import DIAGNOSE_MODES, RunConfig
+from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
+from fastload_cli.records import Mode, RunResult, RunStatus, ScriptError, StopReason
+from tests.unit import builders as b
+
+BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py")
+
+
+def quiet_run(mode: str, augmented: bool = False) -> RunResult:
+    batch_list = b.batches([50] + [10] * 19, 30)
+    loaders = [b.loader(augmentations=("ColorJitter()",) if augmented else ())]
+    samples = b.host_samples(batch_list[-1].wait_end_ns, main_cores=1.0, worker_cores=(0.4, 0.4), system_busy=0.95)
+    return b.run(mode, batch_list, loaders=loaders, samples=samples)
+
+
+def disturbed_run(mode: str) -> RunResult:
+    batch_list = b.batches([50] + [10] * 19, 30)
+    samples = b.host_samples(batch_list[-1].wait_end_ns, main_cores=0.5, worker_cores=(0.1,), system_busy=0.95)
+    return b.run(mode, batch_list, samples=samples)  # 1.9 cores busy, 0.6 of them the run's
+
+
+def fake(monkeypatch: pytest.MonkeyPatch, results: list[RunResult]) -> list[str]:
+    calls: list[str] = []
+
+    def run_mode(config, nvml, observer):
+        calls.append(config.spec.label)
+        return results.pop(0)
+
+    monkeypatch.setattr(session, "run_mode", run_mode)
+    return calls
+
+
+def run(notes: list[str] | None = None) -> session.Outcome:
+    found = notes if notes is not None else []
+    return session.run_modes(BASE, DIAGNOSE_MODES, None, lambda spec: None, lambda spec, m: found.append(m))
+
+
+def test_no_aug_is_skipped_without_augmentation(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake(monkeypatch, [quiet_run("real"), quiet_run("synthetic")])
+    notes: list[str] = []
+    outcome = run(notes)
+    assert calls == ["real", "synthetic"]
+    assert [r.spec.mode for r in outcome.runs] == [Mode.REAL, Mode.SYNTHETIC]
+    assert any("skipped" in n for n in notes)
+
+
+def test_a_disturbed_run_is_measured_again_and_the_quieter_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    retry = quiet_run("synthetic")
+    results = [quiet_run("real", augmented=True), disturbed_run("synthetic"), retry, quiet_run("no-aug")]
+    calls = fake(monkeypatch, results)
+    notes: list[str] = []
+    outcome = run(notes)
+    assert calls == ["real", "synthetic", "synthetic", "no-aug"]
+    assert outcome.runs[1] is retry
+    assert any("running it again" in n for n in notes)
+
+
+def test_a_real_run_without_batches_stops_the_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = dataclasses.replace(
+        b.run("real", [], status=RunStatus.FAILED, stop=StopReason.SCRIPT_RAISED),
+        error=ScriptError(type_name="OSError", message="no data", traceback=""),
+    )
+    fake(monkeypatch, [failed])
+    with pytest.raises(ScriptFailedError, match="OSError: no data"):
+        run()
+
+
+def test_no_loader_is_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake(monkeypatch, [b.run("real", [], loaders=[], stop=StopReason.SCRIPT_ENDED)])
+    with pytest.raises(NoLoaderObservedError, match="without iterating"):
+        run()
+
+
+def test_an_interrupted_run_ends_the_sequence(monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupted = b.run("synthetic", b.batches([10] * 5, 5), status=RunStatus.INTERRUPTED)
+    calls = fake(monkeypatch, [quiet_run("real", augmented=True), interrupted])
+    outcome = run()
+    assert outcome.interrupted and calls == ["real", "synthetic"]
