@@ -121,9 +121,7 @@ def diagnose(
         from fastload_cli.config import DIAGNOSE_MODES, parse_modes
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
-        base = make_config(
-            script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform, show_output
-        )
+        base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
         run_command("diagnose", base, specs, out)
 
 
@@ -155,7 +153,7 @@ def demo(
                 f"the '{example.name}' example", missing[0], "pip install 'fastload[torchvision]'"
             )
         note(out, f"Example '{example.name}': {example.summary}.")
-        base = make_config(str(example.path), None, max_batches, warmup, timeout, None, None, False)
+        base = make_config(str(example.path), None, max_batches, warmup, timeout, None, None)
         run_command("diagnose", base, DIAGNOSE_MODES, out)
         if name is None and not out.json_to_stdout:
             _list_examples(out, example.name)
@@ -204,7 +202,6 @@ def make_config(
     timeout: float,
     keep: list[str] | None,
     drop: list[str] | None,
-    show_output: bool,
 ) -> RunConfig:
     from fastload_cli.config import check_counts, check_script
 
@@ -219,7 +216,6 @@ def make_config(
         timeout_s=timeout,
         keep_transforms=tuple(keep or ()),
         drop_transforms=tuple(drop or ()),
-        show_output=show_output,
         cwd=cwd,
     )
 

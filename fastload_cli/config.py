@@ -38,7 +38,6 @@ class RunConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     keep_transforms: tuple[str, ...] = ()
     drop_transforms: tuple[str, ...] = ()
-    show_output: bool = False
     python: str = sys.executable
     cwd: Path = field(default_factory=Path.cwd)
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S

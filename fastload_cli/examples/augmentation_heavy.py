@@ -8,13 +8,13 @@ workers. The model is small, so the workers' augmentation work sets the pace.
 """
 
 import argparse
-import time
 
 import torch
-from _example_data import image_folder
 from torch import nn
 from torch.utils.data import DataLoader
 from torchvision import datasets, transforms
+
+from _example_common import image_folder, train
 
 
 def build_loader(batch_size: int, workers: int) -> DataLoader:
@@ -54,24 +54,7 @@ def main() -> None:
     loader = build_loader(args.batch_size, args.workers)
     model = build_model(len(loader.dataset.classes))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    step, seen, started = 0, 0, None
-    for epoch in range(args.epochs):
-        for images, labels in loader:
-            loss = nn.functional.cross_entropy(model(images), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            if step == 5:
-                started, seen = time.perf_counter(), 0
-            seen += len(labels)
-            if step == args.steps:
-                break
-        print(f"epoch {epoch}: loss {loss.item():.3f}")
-        if step == args.steps:
-            break
-    if started is not None:
-        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,12 @@ network's forward and backward passes take the time.
 """
 
 import argparse
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+
+from _example_common import train
 
 
 def build_model(classes: int) -> nn.Module:
@@ -37,24 +38,7 @@ def main() -> None:
     loader = DataLoader(TensorDataset(images, labels), batch_size=args.batch_size, shuffle=True)
     model = build_model(100)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    step, seen, started = 0, 0, None
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            if step == 5:
-                started, seen = time.perf_counter(), 0
-            seen += len(y)
-            if step == args.steps:
-                break
-        print(f"epoch {epoch}: loss {loss.item():.3f}")
-        if step == args.steps:
-            break
-    if started is not None:
-        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
 
 
 if __name__ == "__main__":

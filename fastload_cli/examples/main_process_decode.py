@@ -7,15 +7,15 @@ training process itself, between optimizer steps.
 """
 
 import argparse
-import time
 from pathlib import Path
 
 import torch
-from _example_data import image_folder
 from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
+
+from _example_common import image_folder, train
 
 
 class JpegDataset(Dataset):
@@ -57,24 +57,7 @@ def main() -> None:
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, len(dataset.classes)),
     )  # fmt: skip
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    step, seen, started = 0, 0, None
-    for epoch in range(args.epochs):
-        for images, labels in loader:
-            loss = nn.functional.cross_entropy(model(images), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            if step == 5:
-                started, seen = time.perf_counter(), 0
-            seen += len(labels)
-            if step == args.steps:
-                break
-        print(f"epoch {epoch}: loss {loss.item():.3f}")
-        if step == args.steps:
-            break
-    if started is not None:
-        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
 
 
 if __name__ == "__main__":

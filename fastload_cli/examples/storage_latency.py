@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import torch
-from _example_data import tensor_files
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+
+from _example_common import tensor_files, train
 
 
 class RemoteFiles(Dataset):
@@ -46,24 +47,7 @@ def main() -> None:
     loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 256), nn.ReLU(), nn.Linear(256, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    step, seen, started = 0, 0, None
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            if step == 5:
-                started, seen = time.perf_counter(), 0
-            seen += len(y)
-            if step == args.steps:
-                break
-        print(f"epoch {epoch}: loss {loss.item():.3f}")
-        if step == args.steps:
-            break
-    if started is not None:
-        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
 
 from fastload_cli.records import (
     BatchLayout,
@@ -83,91 +83,49 @@ class EventCollector:
         self.schedstat = bool(e.get("schedstat"))
 
     def _on_loader(self, e: dict[str, Any]) -> None:
-        self.loaders.append(
-            LoaderInfo(
-                loader_id=e["loader_id"],
-                created_ns=e["t_ns"],
-                batch_size=e["batch_size"],
-                num_workers=e["num_workers"],
-                pin_memory=e["pin_memory"],
-                persistent_workers=e["persistent_workers"],
-                prefetch_factor=e["prefetch_factor"],
-                dataset_type=e["dataset_type"],
-                dataset_len=e["dataset_len"],
-                iterable_dataset=e["iterable_dataset"],
-                multiprocessing_context=e["multiprocessing_context"],
-                augmentations=tuple(e.get("augmentations", ())),
-                original_num_workers=e.get("original_num_workers"),
-            )
-        )
+        self.loaders.append(build(LoaderInfo, e, created_ns=e["t_ns"]))
 
     def _on_iterator(self, e: dict[str, Any]) -> None:
-        self.iterators.append(
-            IteratorInfo(
-                loader_id=e["loader_id"],
-                iterator_id=e["iterator_id"],
-                started_ns=e["started_ns"],
-                ready_ns=e["ready_ns"],
-                worker_pids=tuple(e["worker_pids"]),
-                reused=e["reused"],
-            )
-        )
+        self.iterators.append(build(IteratorInfo, e))
 
     def _on_batch(self, e: dict[str, Any]) -> None:
-        self.batches.append(
-            BatchRecord(
-                loader_id=e["loader_id"],
-                iterator_id=e["iterator_id"],
-                index=e["index"],
-                wait_start_ns=e["wait_start_ns"],
-                wait_end_ns=e["wait_end_ns"],
-                samples=e["samples"],
-                nbytes=e["nbytes"],
-                thread_cpu_ns=e.get("thread_cpu_ns"),
-                thread_runq_ns=e.get("thread_runq_ns"),
-                synthetic=e.get("synthetic", False),
-            )
-        )
+        self.batches.append(build(BatchRecord, e))
         self._per_loader[e["loader_id"]] += 1
 
     def _on_layout(self, e: dict[str, Any]) -> None:
-        leaves = tuple(
-            TensorLeaf(
-                path=leaf["path"],
-                dtype=leaf["dtype"],
-                shape=tuple(leaf["shape"]),
-                nbytes=leaf["nbytes"],
-                pinned=leaf["pinned"],
-                device=leaf["device"],
-            )
-            for leaf in e["leaves"]
-        )
-        self.layouts.append(BatchLayout(loader_id=e["loader_id"], python_type=e["python_type"], leaves=leaves))
+        leaves = tuple(build(TensorLeaf, leaf) for leaf in e["leaves"])
+        self.layouts.append(build(BatchLayout, e, leaves=leaves))
 
     def _on_substitution(self, e: dict[str, Any]) -> None:
-        self.substitutions.append(
-            Substitution(
-                loader_id=e["loader_id"],
-                location=e["location"],
-                original=e["original"],
-                replacement=e["replacement"],
-                guessed=e["guessed"],
-            )
-        )
+        self.substitutions.append(build(Substitution, e))
 
     def _on_env(self, e: dict[str, Any]) -> None:
-        known = {k: v for k, v in e.items() if k in ChildEnv.__dataclass_fields__ and v is not None}
-        if "cuda_devices" in known:
-            known["cuda_devices"] = tuple(known["cuda_devices"])
+        known = {k: _frozen(v) for k, v in e.items() if k in ChildEnv.__dataclass_fields__ and v is not None}
         self.env = replace(self.env, **known)
 
     def _on_exception(self, e: dict[str, Any]) -> None:
-        self.error = ScriptError(type_name=e["type_name"], message=e["message"], traceback=e["traceback"])
+        self.error = build(ScriptError, e)
 
     def _on_end(self, e: dict[str, Any]) -> None:
         self.end_reason = StopReason(e["reason"])
         self.end_exit_code = e["exit_code"]
         self.end_ns = e["t_ns"]
+
+
+R = TypeVar("R")
+
+
+def build(record: type[R], event: dict[str, Any], **given: Any) -> R:
+    """A record from the event's fields of the same names (lists become tuples); fields the
+    event lacks keep their defaults, and a missing required one raises TypeError (the event
+    is then counted as malformed)."""
+    names = [f.name for f in fields(record)]  # type: ignore[arg-type]
+    found = {name: _frozen(event[name]) for name in names if name in event and name not in given}
+    return record(**found, **given)
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 _HANDLERS = {

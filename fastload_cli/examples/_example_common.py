@@ -1,7 +1,8 @@
-"""Small data sets for the example scripts, made on first use (no downloads).
+"""What the example scripts share: small data sets made on first use (no downloads), and the
+training loop.
 
-Written to a temporary directory first and renamed into place, so an interrupted first run never
-leaves a half-made data set behind.
+Data sets are written to a temporary directory first and renamed into place, so an interrupted
+first run never leaves a half-made data set behind.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
@@ -65,3 +67,28 @@ def tensor_files(count: int = 1024, shape: tuple[int, ...] = (3, 32, 32)) -> Pat
             (tmp / f"{i:05d}.bin").write_bytes(sample.numpy().tobytes())
 
     return ensure(cache_dir() / f"tensor-files-{count}", make)
+
+
+def train(loader: Iterable, model, optimizer, *, epochs: int, steps: int = 0, timed_from: int = 5) -> None:
+    """Train with cross-entropy for ``epochs`` (or ``steps`` steps, when not 0); prints the loss
+    per epoch and the throughput from step ``timed_from`` on, as many training scripts do."""
+    import torch
+
+    step, seen, started = 0, 0, None
+    for epoch in range(epochs):
+        for inputs, labels in loader:
+            loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == timed_from:
+                started, seen = time.perf_counter(), 0
+            seen += len(labels)
+            if step == steps:
+                break
+        print(f"epoch {epoch}: loss {loss.item():.3f}")
+        if step == steps:
+            break
+    if started is not None:
+        print(f"throughput: {seen / (time.perf_counter() - started):.1f} samples/s")
