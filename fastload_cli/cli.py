@@ -153,7 +153,7 @@ def demo(
                 f"the '{example.name}' example", missing[0], "pip install 'fastload[torchvision]'"
             )
         note(out, f"Example '{example.name}': {example.summary}.")
-        base = make_config(str(example.path), None, max_batches, warmup, timeout, None, None)
+        base = make_config(example.filename, None, max_batches, warmup, timeout, None, None, cwd=example.path.parent)
         run_command("diagnose", base, DIAGNOSE_MODES, out)
         if name is None and not out.json_to_stdout:
             _list_examples(out, example.name)
@@ -202,11 +202,12 @@ def make_config(
     timeout: float,
     keep: list[str] | None,
     drop: list[str] | None,
+    cwd: Path | None = None,
 ) -> RunConfig:
     from fastload_cli.config import check_counts, check_script
 
     check_counts(warmup=warmup, max_batches=max_batches, timeout_s=timeout)
-    cwd = Path.cwd()
+    cwd = cwd or Path.cwd()
     return RunConfig(
         script=check_script(script, cwd),
         script_arg0=script,

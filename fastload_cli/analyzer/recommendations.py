@@ -7,7 +7,6 @@ order they are shown when their expected gains tie.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from fastload_cli.analyzer import thresholds as th
@@ -18,13 +17,14 @@ Rule = Callable[[Facts, Verdict], "Recommendation | None"]
 
 
 def bounded(gain: float | None, ceiling: float | None) -> float | None:
-    """A gain capped by the ceiling (rounded down, so it never exceeds it); unknown without one.
+    """A gain capped by the ceiling; unknown without one. Not rounded here: reporters round the
+    gain and the ceiling alike, so a gain equal to the ceiling is shown equal to it.
 
     A gain is at least 1.0x unless the ceiling itself is below 1 (the input pipeline cannot help).
     """
     if gain is None or ceiling is None:
         return None
-    return math.floor(min(max(1.0, gain), ceiling) * 100) / 100
+    return min(max(1.0, gain), ceiling)
 
 
 def _input_bound(v: Verdict) -> bool:
