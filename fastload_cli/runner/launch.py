@@ -74,12 +74,12 @@ def child_command(config: RunConfig) -> list[str]:
 class _Run:
     """State of one child run while it is in flight."""
 
-    def __init__(self, config: RunConfig, nvml: Nvml | None, observer: Observer) -> None:
+    def __init__(self, config: RunConfig, nvml: Nvml | None, observer: Observer, run_id: str) -> None:
         self.config = config
         self.observer = observer
         self.collector = EventCollector()
         self.tail = bytearray()
-        self.run_id = uuid.uuid4().hex
+        self.run_id = run_id
         self.started_ns = time.monotonic_ns()
         self.started_cpu_s = time.process_time()  # fastload's own CPU, all threads
         self.stop_reason: StopReason | None = None
@@ -232,13 +232,18 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
     ``nvml`` is an open NVML (sampled), or the reason there is none. Ctrl-C (KeyboardInterrupt)
     during the run stops it and returns a result with status ``interrupted``.
     """
-    with _ignoring_interrupts():  # a Ctrl-C while spawning waits for the run to be tracked
-        run = _Run(config, nvml if isinstance(nvml, Nvml) else None, observer or Observer())
-        if isinstance(nvml, str):
-            run.gpu_unavailable = nvml
-        run.host.start()
-        if run.gpu is not None:
-            run.gpu.start()
+    run_id = uuid.uuid4().hex
+    try:
+        run = _Run(config, nvml if isinstance(nvml, Nvml) else None, observer or Observer(), run_id)
+    except KeyboardInterrupt:  # Ctrl-C while spawning: the child may exist, untracked
+        with _ignoring_interrupts():
+            _terminate_strays(run_id)
+        raise
+    if isinstance(nvml, str):
+        run.gpu_unavailable = nvml
+    run.host.start()
+    if run.gpu is not None:
+        run.gpu.start()
     try:
         run.watch()
     except KeyboardInterrupt:
@@ -277,6 +282,14 @@ def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[i
             proc.kill()
         _wait(proc, KILL_GRACE_S)
     psutil.wait_procs(alive, timeout=KILL_GRACE_S)
+
+
+def _terminate_strays(run_id: str) -> None:
+    """Terminate the processes of a run that was never tracked (found by its run id alone)."""
+    strays = [p for p in psutil.process_iter() if p.pid != os.getpid() and _has_run_id(p, run_id)]
+    _signal_all(strays, signal.SIGTERM)
+    _, alive = psutil.wait_procs(strays, timeout=KILL_GRACE_S)
+    _signal_all(alive, signal.SIGKILL)
 
 
 def _run_processes(root: int, run_id: str, known: list[int]) -> list[psutil.Process]:

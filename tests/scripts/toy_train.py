@@ -27,9 +27,9 @@ args = parser.parse_args()
 
 if args.view:
     with open(args.view, "w") as handle:
-        json.dump(
-            {"name": __name__, "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "file": __file__}, handle
-        )
+        seen = {"name": __name__, "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(), "file": __file__}
+        seen["signals"] = {s.name: str(signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
+        json.dump(seen, handle)
 
 
 class Latency(Dataset):
