@@ -139,3 +139,17 @@ def test_cpu_taken_by_other_processes_is_measured() -> None:
     samples = b.host_samples(batch_list[-1].wait_end_ns, main_cores=1.0, worker_cores=(0.1, 0.1), system_busy=0.9)
     s = summarize(b.run("real", batch_list, samples=samples))
     assert s.foreign_cpu_fraction == pytest.approx(0.3)  # (1.8 - 1.2) / 2 cores
+
+
+def test_few_steady_batches_and_a_lagging_sampler_are_caveats() -> None:
+    from fastload_cli.analyzer import analyze
+    from fastload_cli.records import SamplerHealth
+
+    few = b.run("real", b.batches([50] + [10] * 5, 30), warmup=0)
+    lagging = dataclasses.replace(
+        b.run("real", one_epoch()), host_health=SamplerHealth(interval_s=0.05, ticks=100, late_ticks=30)
+    )
+    assert any("only 5 steady-state batches" in c for c in analyze([few]).verdict.caveats)
+    assert any("30 of 100 ticks late" in c for c in analyze([lagging]).verdict.caveats)
+    on_time = dataclasses.replace(lagging, host_health=SamplerHealth(interval_s=0.05, ticks=100, late_ticks=5))
+    assert not any("ticks late" in c for c in analyze([on_time]).verdict.caveats)

@@ -172,3 +172,12 @@ def test_a_disturbed_comparison_lowers_the_confidence() -> None:
     noisy = dataclasses.replace(quiet, disturbed=True)
     assert decide(noisy).bottleneck is decide(quiet).bottleneck
     assert decide(noisy).confidence == round(th.CONFIDENCE_STRONG * th.CONFIDENCE_DISTURBED, 2)
+
+
+def test_iowait_decides_io_when_the_loaders_cpu_is_unknown() -> None:
+    real = dataclasses.replace(b.summary(wait=0.6, busy=None), iowait_fraction=0.12)
+    v = decide(facts(real, b.summary("synthetic", throughput=500.0)))
+    assert v.bottleneck is Bottleneck.IO
+    assert any("12%" in line and "iowait" in line for line in v.evidence)
+    below = dataclasses.replace(real, iowait_fraction=th.IOWAIT_NOTABLE / 2)
+    assert decide(facts(below, b.summary("synthetic", throughput=500.0))).bottleneck is Bottleneck.INCONCLUSIVE
