@@ -147,30 +147,31 @@ def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Readi
     return sum(found) if found else None
 
 
-def foreign_cpu_fraction(samples: tuple[HostSample, ...], window: list[Span]) -> float | None:
-    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
-    if len(samples) < 2 or not window:
-        return None
-    busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
-    total = busy + Cumulative((s.t_ns, s.system.idle_s + (s.system.iowait_s or 0.0)) for s in samples).over(window)
-    ours = tree_delta(samples, window, lambda p: p.cpu_s)
-    if ours is None or total <= 0:
-        return None
-    return min(1.0, max(0.0, busy - ours) / total)
+@dataclass(frozen=True, slots=True)
+class SystemCpu:
+    """CPU seconds of the whole machine over a window."""
+
+    busy_s: float
+    iowait_s: float | None  # None where the platform does not report it
+    total_s: float  # busy + idle + iowait: all cores, the whole window
 
 
-def system_fractions(samples: tuple[HostSample, ...], window: list[Span]) -> tuple[float | None, float | None]:
-    """(busy, iowait) as fractions of all CPU time on the machine over the window."""
+def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu | None:
     if len(samples) < 2 or not window:
-        return None, None
+        return None
     busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
     idle = Cumulative((s.t_ns, s.system.idle_s) for s in samples).over(window)
     has_iowait = all(s.system.iowait_s is not None for s in samples)
-    iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else 0.0
-    total = busy + idle + iowait
-    if total <= 0:
-        return None, None
-    return busy / total, (iowait / total if has_iowait else None)
+    iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else None
+    total = busy + idle + (iowait or 0.0)
+    return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
+
+
+def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None) -> float | None:
+    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
+    if system is None or run_cpu_s is None:
+        return None
+    return min(1.0, max(0.0, system.busy_s - run_cpu_s) / system.total_s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def summarize(run: RunResult) -> RunSummary:
     main_cpu = role_delta(run.host_samples, ProcRole.MAIN, window, lambda p: p.cpu_s)
     worker_cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
     read = tree_delta(run.host_samples, window, lambda p: p.read_bytes)
-    busy, iowait = system_fractions(run.host_samples, window)
+    system = system_cpu(run.host_samples, window)
     steps_ms = [s.step_ns / 1e6 for s in steps]
     compute_ms = [(s.step_ns - s.batch.wait_ns) / 1e6 for s in steps]
     return RunSummary(
@@ -287,12 +288,12 @@ def summarize(run: RunResult) -> RunSummary:
         read_bytes_per_s=_per_s(read, window_s),
         error=describe_error(run),
         loader_busy_fraction=loader_busy_fraction(run, steps, window, window_s),
-        system_cpu_busy_fraction=busy,
-        iowait_fraction=iowait,
+        system_cpu_busy_fraction=None if system is None else system.busy_s / system.total_s,
+        iowait_fraction=None if system is None or system.iowait_s is None else system.iowait_s / system.total_s,
         rss_bytes=peak_rss(run.host_samples),
         run_wall_s=(run.ended_ns - run.started_ns) / NS,
         stop_reason=run.stop_reason.value,
-        foreign_cpu_fraction=foreign_cpu_fraction(run.host_samples, window),
+        foreign_cpu_fraction=foreign_cpu_fraction(system, tree_delta(run.host_samples, window, lambda p: p.cpu_s)),
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
     )
 
