@@ -59,11 +59,13 @@ def run_modes(
             run = run_mode(base.with_mode(spec), nvml, observe(spec))
             if spec.mode is Mode.REAL:
                 check_measurable(run)
-            load = _foreign_load(run)
-            if load is not None:  # other work took much of the machine: measure this mode again
+            summary = summarize(run) if run.status is RunStatus.OK else None
+            if summary is not None and disturbed(summary):  # other work skewed it: measure again
+                load = summary.foreign_cpu_fraction or 0.0
                 on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
                 again = run_mode(base.with_mode(spec), nvml, observe(spec))
-                run = again if again.status is RunStatus.INTERRUPTED else _quieter(run, again)
+                if again.status is RunStatus.INTERRUPTED or _load_below(again, load):
+                    run = again
             runs.append(run)
             if run.status is RunStatus.INTERRUPTED:
                 return Outcome(runs=tuple(runs), interrupted=True)
@@ -72,20 +74,10 @@ def run_modes(
     return Outcome(runs=tuple(runs), interrupted=False)
 
 
-def _foreign_load(run: RunResult) -> float | None:
-    """The share of CPU other processes took during a finished run, when it skews the run."""
-    if run.status is not RunStatus.OK:
-        return None
-    summary = summarize(run)
-    return summary.foreign_cpu_fraction if disturbed(summary) else None
-
-
-def _quieter(first: RunResult, second: RunResult) -> RunResult:
-    def load(run: RunResult) -> float:
-        found = summarize(run).foreign_cpu_fraction
-        return 1.0 if found is None or run.status is not RunStatus.OK else found
-
-    return second if load(second) < load(first) else first
+def _load_below(run: RunResult, load: float) -> bool:
+    """The run finished well and other processes took less of the CPU during it than ``load``."""
+    found = summarize(run).foreign_cpu_fraction if run.status is RunStatus.OK else None
+    return found is not None and found < load
 
 
 def _why_skip(spec: ModeSpec, done: list[RunResult], base: RunConfig) -> str | None:
