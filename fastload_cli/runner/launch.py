@@ -275,21 +275,25 @@ def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[i
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()
-    _, alive = psutil.wait_procs(others, timeout=KILL_GRACE_S)
-    _signal_all(alive, signal.SIGKILL)
+    _kill_survivors(others)
     if not _wait(proc, KILL_GRACE_S):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         _wait(proc, KILL_GRACE_S)
-    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
 
 
 def _terminate_strays(run_id: str) -> None:
     """Terminate the processes of a run that was never tracked (found by its run id alone)."""
     strays = [p for p in psutil.process_iter() if p.pid != os.getpid() and _has_run_id(p, run_id)]
     _signal_all(strays, signal.SIGTERM)
-    _, alive = psutil.wait_procs(strays, timeout=KILL_GRACE_S)
+    _kill_survivors(strays)
+
+
+def _kill_survivors(procs: list[psutil.Process]) -> None:
+    """After SIGTERM: SIGKILL whatever has not left within the grace, and wait for it to go."""
+    _, alive = psutil.wait_procs(procs, timeout=KILL_GRACE_S)
     _signal_all(alive, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
 
 
 def _run_processes(root: int, run_id: str, known: list[int]) -> list[psutil.Process]:
