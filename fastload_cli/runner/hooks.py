@@ -408,12 +408,7 @@ class Hooks:
                 return original(iterator)
             if synthetic and epoch.loader.cache_ready:
                 return hooks._replay(iterator, epoch)
-            cpu0, runq0 = hooks.clock.read()
-            start = time.monotonic_ns()
-            batch = original(iterator)
-            end = time.monotonic_ns()
-            cpu1, runq1 = hooks.clock.read()
-            hooks._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), False)
+            batch = hooks._timed(epoch, original, iterator, synthetic=False)
             if synthetic and epoch.loader.batches >= replay_after and not epoch.loader.cache_failed:
                 hooks._cache(iterator, epoch.loader, batch)
             return batch
@@ -445,13 +440,18 @@ class Hooks:
         length = _safe_len(iterator)
         if length is not None and iterator._num_yielded >= length:
             raise StopIteration
+        iterator._num_yielded += 1
+        return self._timed(epoch, lambda _: copy_batch(epoch.loader.cached), iterator, synthetic=True)
+
+    def _timed(self, epoch: EpochState, produce: Callable[[Any], Any], iterator: Any, *, synthetic: bool) -> Any:
+        """``produce(iterator)``, timed where the loop blocks, with the waiting thread's CPU and
+        run-queue time; the batch is reported and returned."""
         cpu0, runq0 = self.clock.read()
         start = time.monotonic_ns()
-        batch = copy_batch(epoch.loader.cached)
+        batch = produce(iterator)
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
-        iterator._num_yielded += 1
-        self._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), True)
+        self._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), synthetic)
         return batch
 
     def _delivered(
