@@ -69,27 +69,26 @@ def check_script(arg: str, cwd: Path) -> Path:
         raise ScriptNotFoundError(arg, "is a directory, not a script", "give the training script itself, e.g. train.py")
     if not os.access(path, os.R_OK):
         raise ScriptNotFoundError(arg, "cannot be read (permission denied)")
-    if not _looks_like_python(path):
-        raise ScriptNotFoundError(
-            arg, "does not look like a Python script", "fastload runs Python training scripts (*.py)"
-        )
-    _check_syntax(path, arg)
-    return path
-
-
-def _looks_like_python(path: Path) -> bool:
-    if path.suffix in (".py", ".pyw"):
-        return True
-    with path.open("rb") as handle:
-        first = handle.readline(200)
-    return first.startswith(b"#!") and b"python" in first
-
-
-def _check_syntax(path: Path, arg: str) -> None:
     try:
         source = path.read_bytes()
     except OSError as exc:
         raise ScriptNotFoundError(arg, f"cannot be read ({exc.strerror})") from exc
+    if not _looks_like_python(path, source):
+        raise ScriptNotFoundError(
+            arg, "does not look like a Python script", "fastload runs Python training scripts (*.py)"
+        )
+    _check_syntax(source, path, arg)
+    return path
+
+
+def _looks_like_python(path: Path, source: bytes) -> bool:
+    if path.suffix in (".py", ".pyw"):
+        return True
+    first = source[:200].split(b"\n", 1)[0]
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _check_syntax(source: bytes, path: Path, arg: str) -> None:
     if b"\0" in source:
         raise ScriptNotFoundError(arg, "is a binary file, not a Python script")
     try:
