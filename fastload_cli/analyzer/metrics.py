@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.records import (
     BatchRecord,
     HostSample,
@@ -64,20 +65,49 @@ def loader_batches(run: RunResult) -> list[BatchRecord]:
     return [b for b in run.batches if b.loader_id == loader_id][: run.requested_batches]
 
 
-def steady_steps(run: RunResult) -> list[Step]:
-    """Steps after warm-up, without the first batch of any epoch.
+def startup_burst(loader: LoaderInfo | None) -> int:
+    """Batches that arrive at once when an iterator starts: each worker's first prefetch_factor."""
+    if loader is None or not loader.num_workers:
+        return 0
+    return loader.num_workers * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
 
-    When the script delivered too few batches to leave warm-up, the batches after the first are
-    used instead (the report's caveats say so).
+
+def epoch_batches(loader: LoaderInfo | None) -> int | None:
+    """Batches in one epoch of a map-style dataset, when its length and batch size are known."""
+    if loader is None or loader.iterable_dataset or not loader.dataset_len or not loader.batch_size:
+        return None
+    return -(-loader.dataset_len // loader.batch_size)
+
+
+def steady_steps(run: RunResult) -> list[Step]:
+    """Steps after warm-up, without the start of any epoch.
+
+    An epoch starts with its iterator's workers starting, then every worker delivering its first
+    ``prefetch_factor`` batches at once: when epochs are long enough to leave a steady state
+    after it, that burst is left out along with the start-up it followed (reported on its own as
+    start-up time); otherwise only each epoch's first batch is. When the script delivered too few
+    batches to leave warm-up, the batches after the first are used instead (the caveats say so).
     """
     batches = loader_batches(run)
+    loader = primary_loader(run)
+    burst = startup_burst(loader)
+    epoch = epoch_batches(loader) or max(Counter(b.iterator_id for b in batches).values(), default=0)
+    if burst > 1 and epoch > burst + th.MIN_STEADY_BATCHES:
+        steps = _steps(run, batches, first=burst)
+        if len(steps) >= th.MIN_STEADY_BATCHES:
+            return steps
+    return _steps(run, batches, first=1)
+
+
+def _steps(run: RunResult, batches: list[BatchRecord], first: int) -> list[Step]:
+    """Steps after warm-up, from each epoch's batch ``first`` on."""
     skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
     previous: dict[int, int] = {}
     steps = []
     for position, batch in enumerate(batches):
         before = previous.get(batch.iterator_id)
         previous[batch.iterator_id] = batch.wait_end_ns
-        if position >= skip and batch.index > 0 and before is not None:
+        if position >= skip and batch.index >= first and before is not None:
             steps.append(Step(batch=batch, previous_end_ns=before))
     return steps
 
@@ -295,7 +325,34 @@ def summarize(run: RunResult) -> RunSummary:
         stop_reason=run.stop_reason.value,
         foreign_cpu_fraction=foreign_cpu_fraction(system, tree_delta(run.host_samples, window, lambda p: p.cpu_s)),
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
+        throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
+        variant=run.spec.variant,
     )
+
+
+# The window is cut into this many consecutive blocks to see how steady throughput was.
+SPREAD_BLOCKS = 4
+
+
+def throughput_spread(steps: list[Step], num_workers: int | None) -> float | None:
+    """Half the range of throughput across consecutive blocks of steps, relative to the whole.
+
+    Workers deliver batches in rounds (one per worker), so a block holds whole rounds; a window
+    too short for two such blocks has no spread (None).
+    """
+    round_size = max(num_workers or 1, 1)
+    size = max(-(-(len(steps) // SPREAD_BLOCKS) // round_size) * round_size, round_size, 2)
+    blocks = [steps[i : i + size] for i in range(0, len(steps) - size + 1, size)]
+    if len(blocks) < 2:
+        return None
+    rates = []
+    for block in blocks:
+        elapsed = sum(s.step_ns for s in block)
+        if elapsed <= 0:
+            return None
+        rates.append(sum(s.batch.samples for s in block) / elapsed)
+    middle = statistics.median(rates)
+    return (max(rates) - min(rates)) / 2 / middle if middle > 0 else None
 
 
 def _per_s(amount: float | None, window_s: float) -> float | None:

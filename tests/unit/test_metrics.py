@@ -41,6 +41,23 @@ def test_epoch_boundaries_and_the_gap_between_epochs_are_not_steps() -> None:
     assert s.throughput_samples_per_s == pytest.approx(800.0)
 
 
+def test_the_start_up_burst_of_every_epoch_is_left_out_when_enough_batches_remain() -> None:
+    # 4 workers x prefetch_factor 2: each epoch's first 8 batches arrive at once (no wait)
+    def epoch(iterator_id: int, start_ns: int) -> list:
+        return b.batches([200] + [0] * 7 + [30] * 22, 10, iterator_id=iterator_id, start_ns=start_ns)
+
+    run = b.run("real", epoch(1, 0) + epoch(2, 10_000 * MS), loaders=[b.loader(num_workers=4)], warmup=2)
+    steps = steady_steps(run)
+    assert len(steps) == 2 * 22
+    assert {s.batch.index for s in steps} == set(range(8, 30))
+    assert summarize(run).data_wait_fraction == pytest.approx(30 / 40)
+
+
+def test_the_start_up_burst_stays_in_when_too_few_batches_would_remain() -> None:
+    run = b.run("real", b.batches([200] + [0] * 7 + [30] * 5, 10), loaders=[b.loader(num_workers=4)], warmup=2)
+    assert summarize(run).batches == 11  # warm-up 2 only: 13 batches are too few to drop 8
+
+
 def test_window_spans_split_at_epochs() -> None:
     first = b.batches([50, 10, 10], 30, iterator_id=1)
     second = b.batches([50, 10, 10], 30, iterator_id=2, start_ns=1_000 * MS)
