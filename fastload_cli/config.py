@@ -13,6 +13,10 @@ from fastload_cli.records import Mode, ModeSpec
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
 DEFAULT_TIMEOUT_S = 300.0
+# A sweep measures many settings, each a run of its own: fewer batches per setting by default.
+DEFAULT_SWEEP_BATCHES = 30
+# The highest num_workers a sweep tries unless told otherwise (--max-workers).
+DEFAULT_MAX_WORKERS = 32
 # 20 Hz: a run of a few seconds still gets dozens of CPU readings per process.
 DEFAULT_SAMPLE_INTERVAL_S = 0.05
 # How long a child may take to leave after it was asked to stop, before it is terminated.
@@ -118,3 +122,18 @@ def parse_modes(text: str) -> tuple[ModeSpec, ...]:
     if specs[0].mode is not Mode.REAL:
         specs.insert(0, ModeSpec(mode=Mode.REAL))
     return tuple(dict.fromkeys(specs))
+
+
+def parse_counts(option: str, text: str, *, minimum: int) -> tuple[int, ...]:
+    """``"0,2,4"`` -> (0, 2, 4), in the order given, without repeats; FastloadError otherwise."""
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) < minimum:
+            raise FastloadError(f"{option}: '{part}' is not a whole number >= {minimum}", f"for example {option} 2,4")
+        values.append(int(part))
+    if not values:
+        raise FastloadError(f"{option} needs at least one value", f"for example {option} 2,4")
+    return tuple(dict.fromkeys(values))

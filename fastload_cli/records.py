@@ -33,12 +33,25 @@ class ModeSpec:
 
     mode: Mode
     workers: int | None = None
+    prefetch_factor: int | None = None  # workers=N only: also override prefetch_factor
+    pin_memory: bool | None = None  # workers=N only: also override pin_memory
 
     @property
     def label(self) -> str:
+        """The report's ``mode``: ``real``, ``synthetic``, ``no-aug`` or ``workers=N``."""
         if self.mode is Mode.WORKERS:
             return f"workers={self.workers}"
         return self.mode.value
+
+    @property
+    def variant(self) -> str | None:
+        """The loader settings a workers=N run overrides besides num_workers, if any."""
+        parts = []
+        if self.prefetch_factor is not None:
+            parts.append(f"prefetch_factor={self.prefetch_factor}")
+        if self.pin_memory is not None:
+            parts.append(f"pin_memory={self.pin_memory}")
+        return ",".join(parts) or None
 
     @classmethod
     def parse(cls, text: str) -> ModeSpec:
@@ -333,6 +346,10 @@ class RunSummary:
     stop_reason: str | None = None
     foreign_cpu_fraction: float | None = None  # machine CPU used by processes outside the run
     profiler_cpu_percent: float | None = None  # fastload's own CPU over the run, % of one core
+    # Half the range of throughput across consecutive blocks of the window, relative to the
+    # throughput: how steady the run was (None when the window is too short to split).
+    throughput_spread: float | None = None
+    variant: str | None = None  # loader settings overridden besides num_workers (workers=N runs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -357,6 +374,40 @@ class Recommendation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SweepPoint:
+    """One measured num_workers setting of a sweep (the run's full numbers are in ``runs``)."""
+
+    workers: int
+    mode: str  # the run it comes from: "workers=N", or "real" for the script's own setting
+    throughput_samples_per_s: float | None  # None: the run failed or measured no batch
+    spread: float | None  # the run's throughput_spread
+    data_wait_fraction: float | None = None
+    system_cpu_busy_fraction: float | None = None
+    loader_busy_fraction: float | None = None
+    rss_bytes: int | None = None
+    startup_s: float | None = None
+    variant: str | None = None  # prefetch_factor / pin_memory overrides, when the sweep tried them
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepResult:
+    """What a num_workers sweep measured and what it concludes."""
+
+    points: tuple[SweepPoint, ...]  # by worker count, then variant
+    current_workers: int | None  # the script's own setting
+    best_workers: int | None  # the highest throughput measured
+    recommended_workers: int | None  # the fewest workers within a few percent of the best
+    recommended_variant: str | None  # a prefetch_factor / pin_memory setting that measurably helped
+    speedup: float | None  # recommended / current throughput
+    noise: float  # relative difference below which two points are not told apart
+    significant: bool  # the speedup is beyond the noise
+    memory_cost_bytes: int | None  # process-tree RSS of the recommended setting minus the current one
+    diminishing_at: int | None  # beyond this many workers, throughput rose by no more than the noise
+    reason: str  # why returns diminish there (cores saturated, IO latency hidden, step-bound, a limit)
+    stopped: str | None  # why the search stopped climbing, when a limit stopped it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Environment:
     python: str
     torch: str | None
@@ -378,4 +429,6 @@ class Report:
     recommendations: tuple[Recommendation, ...]
     substitutions: tuple[Substitution, ...] = ()
     interrupted: bool = False
+    reading: str | None = None  # a paragraph that reads the speedup ceiling (synthetic-compare)
+    sweep: SweepResult | None = None
     schema: str = SCHEMA

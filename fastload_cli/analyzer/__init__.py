@@ -7,13 +7,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import primary_loader, summarize
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import Mode, Recommendation, RunResult, RunStatus, RunSummary, StopReason, Verdict
+from fastload_cli.records import (
+    Mode,
+    Recommendation,
+    RunResult,
+    RunStatus,
+    RunSummary,
+    StopReason,
+    SweepResult,
+    Verdict,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +34,54 @@ class Analysis:
     facts: Facts
 
 
-def analyze(runs: Sequence[RunResult]) -> Analysis:
+def analyze(runs: Sequence[RunResult], limits: sweep.Limits | None = None) -> Analysis:
+    """``limits``: the sweep's limits, when the runs include a num_workers sweep."""
     summaries = tuple(summarize(run) for run in runs)
-    facts = gather_facts(runs, summaries)
+    facts = gather_facts(runs, summaries, limits or sweep.Limits())
     verdict = decide(facts, caveats(runs, summaries))
+    if facts.sweep is not None:
+        verdict = replace(verdict, evidence=(*verdict.evidence, sweep_evidence(facts.sweep)))
     return Analysis(summaries=summaries, verdict=verdict, recommendations=recommend(facts, verdict), facts=facts)
+
+
+def current_workers(runs: Sequence[RunResult]) -> int | None:
+    """The script's own num_workers: as the real run saw it, or as a workers=N run overrode it."""
+    for run in runs:
+        loader = primary_loader(run) if run.batches else None
+        if loader is None:
+            continue
+        if run.spec.mode is Mode.REAL:
+            return loader.num_workers
+        if loader.original_num_workers is not None:
+            return loader.original_num_workers
+    return None
+
+
+def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> SweepResult | None:
+    pairs = [(r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode in (Mode.REAL, Mode.WORKERS)]
+    if not any(r.spec.mode is Mode.WORKERS for r, _ in pairs):
+        return None
+    points = [sweep.point(s) for r, s in pairs if s.num_workers is not None]
+    first = next((r for r in runs if r.batches), None)
+    limits = limits.with_loader(primary_loader(first) if first is not None else None)
+    return sweep.conclude(points, current_workers(runs), limits, first.cpu_count if first else None)
+
+
+def sweep_evidence(result: SweepResult) -> str:
+    current, chosen = result.current_workers, result.recommended_workers
+    setting = f"{chosen} workers" + (f" with {result.recommended_variant}" if result.recommended_variant else "")
+    tried = ", ".join(str(p.workers) for p in result.points if p.variant is None)
+    if result.significant and result.speedup is not None:
+        return (
+            f"num_workers sweep ({tried}): {setting} measured {result.speedup:.2f}x the throughput of "
+            f"the script's {current} (noise ±{100 * result.noise:.0f}%)."
+        )
+    if result.speedup is not None:
+        return (
+            f"num_workers sweep ({tried}): no setting beat the script's {current} by more than the noise "
+            f"(±{100 * result.noise:.0f}%); returns end at {result.diminishing_at} workers."
+        )
+    return f"num_workers sweep ({tried}): the best throughput was measured at {result.best_workers} workers."
 
 
 def _first(
@@ -37,8 +90,10 @@ def _first(
     return next(((r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode), None)
 
 
-def gather_facts(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> Facts:
-    real = _first(runs, summaries, Mode.REAL)
+def gather_facts(
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits | None = None
+) -> Facts:
+    real = _first(runs, summaries, Mode.REAL) or _own_setting(runs, summaries)
     synthetic = _first(runs, summaries, Mode.SYNTHETIC)
     if synthetic is not None and not replayed(synthetic[0]):
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
@@ -54,6 +109,20 @@ def gather_facts(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> 
         augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
         substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ())),
         disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
+        sweep=_sweep(runs, summaries, limits or sweep.Limits()),
+    )
+
+
+def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[RunResult, RunSummary] | None:
+    """Without a real run, the workers=N run that kept the script's own num_workers stands in for it."""
+    current = current_workers(runs)
+    return next(
+        (
+            (r, s)
+            for r, s in zip(runs, summaries, strict=True)
+            if r.spec.mode is Mode.WORKERS and r.spec.variant is None and r.spec.workers == current
+        ),
+        None,
     )
 
 

@@ -78,3 +78,22 @@ CPU_WORKERS_CAP = 8
 # queues): about a millisecond for small batches. Loading faster than this is not worth moving
 # to workers.
 WORKER_HANDOFF_MS = 1.0
+
+# -- num_workers sweeps ------------------------------------------------------------------------
+
+# Smallest relative throughput difference a sweep treats as real. Paired runs of the same setting
+# on a quiet machine differ by 2-5%; a point's own measured spread widens this when it is larger.
+SWEEP_NOISE_FLOOR = 0.05
+# Among settings this close to the best throughput, the fewest workers are recommended: they cost
+# less memory and fewer processes for a difference no run can tell apart.
+SWEEP_PREFER_FEWER_WITHIN = 0.03
+# Extra settings measured between the best point and its neighbours once the climb has stopped.
+SWEEP_REFINE_POINTS = 2
+# Share of the memory available when the sweep starts that a setting's processes may use.
+SWEEP_MEMORY_SHARE = 0.8
+# The default prefetch_factor of a DataLoader with workers: each worker holds this many batches,
+# and at start-up all of them arrive at once (they are kept out of the measured window).
+DEFAULT_PREFETCH_FACTOR = 2
+# A sweep point measures at least this many batches per worker, so every worker delivers several
+# times within the window (workers deliver in bursts, one batch each).
+SWEEP_ROUNDS = 3

@@ -1,0 +1,274 @@
+"""num_workers sweeps: which setting to measure next, and what the measured settings say.
+
+The search climbs a ladder of worker counts, 0, 1, 2, 4, 8, ..., while each rung is faster than
+every setting below it by more than the noise. One worker never ends the climb: it only moves
+loading beside the step, which gains nothing when the step is short, while more workers still
+may. Nor does the core count: loading that waits on storage or network latency keeps scaling
+past it. The climb ends at the first rung that does not improve, at ``max_workers``, at a rung
+whose processes would not fit in the memory left (each worker's footprint is measured from the
+settings already run), at a rung whose start-up burst would fill half an epoch, or at a rung
+that failed. Then up to ``refine`` settings between the best point and its measured neighbours
+are measured: below it first when the next setting up is as fast (a plateau), above it first
+otherwise. The script's own setting is always measured, so every speedup is against it.
+
+Pure functions: the session runs what ``plan`` asks for and hands back the measured points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import epoch_batches
+from fastload_cli.analyzer.verdict import pct
+from fastload_cli.config import DEFAULT_MAX_WORKERS
+from fastload_cli.records import LoaderInfo, RunSummary, SweepPoint, SweepResult
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_workers: int = DEFAULT_MAX_WORKERS
+    memory_budget_bytes: int | None = None  # what one setting's processes may use together
+    grid: tuple[int, ...] | None = None  # measure exactly these settings (and the script's own)
+    refine: int = th.SWEEP_REFINE_POINTS
+    epoch_batches: int | None = None  # batches per epoch of the loader being swept
+    prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
+
+    def with_loader(self, loader: LoaderInfo | None) -> Limits:
+        """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""
+        if loader is None:
+            return self
+        return replace(
+            self,
+            epoch_batches=epoch_batches(loader),
+            prefetch_factor=loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR,
+        )
+
+    def too_many(self, workers: int) -> str | None:
+        """Why ``workers`` cannot be measured with this loader, if it cannot: at start-up the
+        workers deliver ``workers * prefetch_factor`` batches at once, and an epoch needs a steady
+        part after that burst."""
+        epoch = self.epoch_batches
+        if epoch is None or workers * self.prefetch_factor <= epoch // 2:
+            return None
+        return (
+            f"an epoch has {epoch} batches, and {workers} workers would prefetch "
+            f"{workers * self.prefetch_factor} of them at start-up, so their steady rate cannot be measured"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    workers: int | None  # the next setting to measure; None: the sweep is complete
+    stopped: str | None = None  # why the climb ended early, when a limit or a failure ended it
+
+
+def point(summary: RunSummary) -> SweepPoint:
+    """A measured setting, from its run's summary."""
+    ok = summary.batches > 0 and summary.throughput_samples_per_s is not None
+    return SweepPoint(
+        workers=summary.num_workers or 0,
+        mode=summary.mode,
+        throughput_samples_per_s=summary.throughput_samples_per_s if ok else None,
+        spread=summary.throughput_spread,
+        data_wait_fraction=summary.data_wait_fraction,
+        system_cpu_busy_fraction=summary.system_cpu_busy_fraction,
+        loader_busy_fraction=summary.loader_busy_fraction,
+        rss_bytes=summary.rss_bytes,
+        startup_s=summary.startup_s,
+        variant=summary.variant,
+    )
+
+
+def ladder(max_workers: int) -> list[int]:
+    """0, 1, 2, 4, 8, ... up to max_workers, which is always the last rung."""
+    rungs = [0]
+    while rungs[-1] < max_workers:
+        rungs.append(min(max(1, 2 * rungs[-1]), max_workers))
+    return rungs
+
+
+def noise(a: SweepPoint, b: SweepPoint) -> float:
+    """The relative difference below which a and b cannot be told apart."""
+    return max(th.SWEEP_NOISE_FLOOR, a.spread or 0.0, b.spread or 0.0)
+
+
+def faster(a: SweepPoint, b: SweepPoint) -> bool:
+    """a's throughput beats b's by more than the noise of either run."""
+    if a.throughput_samples_per_s is None or b.throughput_samples_per_s is None:
+        return False
+    return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
+
+
+def _plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
+    """Points without prefetch_factor / pin_memory overrides, by worker count (the last wins)."""
+    return {p.workers: p for p in points if p.variant is None}
+
+
+def _ok(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+    return [p for p in points if p.throughput_samples_per_s is not None]
+
+
+def _throughput(p: SweepPoint) -> float:
+    return p.throughput_samples_per_s or 0.0
+
+
+def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> Plan:
+    """The next setting to measure, given those measured so far."""
+    measured = _plain(points)
+    if limits.grid is not None:
+        wanted = [*limits.grid, *([current] if current is not None else [])]
+        return Plan(next((w for w in wanted if w not in measured), None))
+    rung, stopped = climb(points, limits)
+    if rung is not None:
+        return Plan(rung)
+    if current is not None and current not in measured:
+        return Plan(current, stopped)
+    return Plan(_refinement(measured, limits, current), stopped)
+
+
+def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
+    """The next rung to climb to, or None and why the climb ended (None: it stopped improving)."""
+    measured = _plain(points)
+    for rung in ladder(limits.max_workers):
+        found = measured.get(rung)
+        if found is None:
+            too_big = limits.too_many(rung) or _over_budget(points, rung, limits)
+            return (None, too_big) if too_big else (rung, None)
+        if found.throughput_samples_per_s is None:
+            return None, f"the run with {rung} workers failed"
+        below = _ok(p for w, p in measured.items() if w < rung)
+        if rung > 1 and below and not faster(found, max(below, key=_throughput)):
+            return None, None
+    return None, f"it reached --max-workers {limits.max_workers}"
+
+
+def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
+    """A setting between the best point and a measured neighbour, while refinements are left."""
+    rungs = set(ladder(limits.max_workers))
+    if sum(1 for w in measured if w not in rungs and w != current) >= limits.refine:
+        return None
+    ok = _ok(measured.values())
+    if not ok:
+        return None
+    top = max(ok, key=_throughput)
+    best = top.workers
+    lower = max((w for w in measured if w < best), default=None)
+    upper = min((w for w in measured if w > best), default=None)
+    sides = [(best, upper), (lower, best)]
+    if upper is not None and not faster(top, measured[upper]):
+        sides.reverse()  # a plateau above the best: the knee, and cheaper settings, lie below it
+    for low, high in sides:
+        if low is None or high is None or high - low < 2:
+            continue
+        middle = (low + high) // 2
+        if middle in measured or limits.too_many(middle):
+            continue
+        if not _over_budget(list(measured.values()), middle, limits):
+            return middle
+    return None
+
+
+def projected_rss(points: Sequence[SweepPoint], workers: int) -> int | None:
+    """Process-tree RSS at ``workers``, extrapolated from the two largest settings measured.
+
+    RSS counts pages a worker shares with the main process in each process, so this errs high.
+    """
+    known = sorted({p.workers: p.rss_bytes for p in points if p.rss_bytes and p.variant is None}.items())
+    if len(known) < 2 or workers <= known[-1][0]:
+        return None
+    (w1, r1), (w2, r2) = known[-2], known[-1]
+    per_worker = max(0.0, (r2 - r1) / (w2 - w1))
+    return int(r2 + per_worker * (workers - w2))
+
+
+def _over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
+    need = projected_rss(points, workers)
+    budget = limits.memory_budget_bytes
+    if need is None or budget is None or need <= budget:
+        return None
+    return f"{workers} workers would need about {gib(need)} of memory and {gib(budget)} is free"
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
+# --------------------------------------------------------------------------------------------
+# What the points say
+# --------------------------------------------------------------------------------------------
+
+
+def conclude(
+    points: Sequence[SweepPoint], current: int | None, limits: Limits, cpu_count: int | None
+) -> SweepResult | None:
+    """The setting to use, its measured speedup over the script's own, and where returns end."""
+    measured = _plain(points)
+    ok = _ok(measured.values())
+    if not ok:
+        return None
+    best = max(ok, key=_throughput)
+    near_best = [p for p in ok if _throughput(p) >= _throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
+    chosen = min(near_best, key=lambda p: p.workers)
+    knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
+    base = measured.get(current) if current is not None else None
+    if base is not None and base.throughput_samples_per_s is None:
+        base = None
+    variant = _better_variant(points, chosen)
+    top = variant or chosen
+    significant = base is not None and faster(top, base)
+    if base is not None and not significant:
+        chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
+    stopped = None if limits.grid is not None else climb(points, limits)[1]
+    return SweepResult(
+        points=tuple(sorted(points, key=lambda p: (p.workers, p.variant or ""))),
+        current_workers=current,
+        best_workers=best.workers,
+        recommended_workers=chosen.workers,
+        recommended_variant=variant.variant if variant else None,
+        speedup=_throughput(top) / _throughput(base) if base is not None and _throughput(base) > 0 else None,
+        noise=noise(top, base) if base is not None else th.SWEEP_NOISE_FLOOR,
+        significant=significant,
+        memory_cost_bytes=(
+            top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
+        ),
+        diminishing_at=knee.workers,
+        reason=why_returns_end(knee, max(measured), stopped, cpu_count),
+        stopped=stopped,
+    )
+
+
+def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
+    """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
+    variants = _ok(p for p in points if p.variant is not None and p.workers == plain.workers)
+    winner = max(variants, key=_throughput, default=None)
+    return winner if winner is not None and faster(winner, plain) else None
+
+
+def why_returns_end(knee: SweepPoint, highest: int, stopped: str | None, cpu_count: int | None) -> str:
+    """Why more workers than ``knee`` did not help, from what was measured at the knee."""
+    n = knee.workers
+    if stopped and n >= highest:
+        return f"throughput was still rising at {n} workers when the search stopped: {stopped}"
+    busy, wait, loaders = knee.system_cpu_busy_fraction, knee.data_wait_fraction, knee.loader_busy_fraction
+    if busy is not None and busy >= th.CPU_SATURATED:
+        cores = f"the {cpu_count} CPUs" if cpu_count else "the CPUs"
+        return f"cores saturated: {cores} were {pct(busy)} busy at {n} workers, so more workers only share them"
+    if wait is not None and wait < th.WAIT_COMPUTE_BOUND:
+        if n and loaders is not None and loaders <= th.LOADER_IDLE:
+            return (
+                f"IO latency hidden: {n} workers keep enough reads in flight (each busy only {pct(loaders)} "
+                f"of the time) that the loop waits for data {pct(wait)} of the time; the step is now the limit"
+            )
+        return f"step-bound: at {n} workers the loop waits for data {pct(wait)} of the time; the step is the limit"
+    detail = ", ".join(
+        text
+        for text in (
+            f"the loop still waited {pct(wait)} of the time" if wait is not None else "",
+            f"the CPUs were {pct(busy)} busy" if busy is not None else "",
+        )
+        if text
+    )
+    detail = detail or "no CPU or wait figures"
+    return f"throughput stopped rising at {n} workers ({detail}); the cause was not measured"
