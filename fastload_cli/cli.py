@@ -8,6 +8,7 @@ was interrupted after measuring something.
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import os
 import signal
@@ -23,12 +24,19 @@ from rich.console import Console
 from rich.text import Text
 
 from fastload_cli import __version__
-from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, RunConfig
+from fastload_cli.config import (
+    DEFAULT_MAX_BATCHES,
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_SWEEP_BATCHES,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    RunConfig,
+)
 from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError
 
 if TYPE_CHECKING:
     from fastload_cli.records import ModeSpec, Report
-    from fastload_cli.session import Outcome
+    from fastload_cli.session import Outcome, Plan
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -74,11 +82,21 @@ Modes = Annotated[
         "--modes", help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, workers=N."
     ),
 ]
+MaxWorkers = Annotated[
+    int, typer.Option("--max-workers", help="Highest num_workers the sweep may try.", min=0, max=1024)
+]
+NoSweep = Annotated[
+    bool, typer.Option("--no-sweep", help="Do not measure num_workers settings, even when loading is the limit.")
+]
 Script = Annotated[str, typer.Argument(help="The training script, as you would pass it to python.", show_default=False)]
 ScriptArgs = Annotated[
     list[str] | None,
     typer.Argument(help="Arguments for the script, after --.", show_default=False, metavar="[-- SCRIPT_ARGS...]"),
 ]
+
+
+class PinMemory(str, enum.Enum):
+    BOTH = "both"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,18 +129,94 @@ def diagnose(
     modes: Modes = None,
     keep_transform: Keep = None,
     drop_transform: Drop = None,
+    max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
+    no_sweep: NoSweep = False,
     show_output: ShowOutput = False,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
-    """Run SCRIPT under the real, synthetic and no-aug modes; print the verdict and what to change."""
+    """Run SCRIPT under the real, synthetic and no-aug modes; print the verdict and what to change.
+
+    When loading is the limit and the cores are not all busy, a short num_workers sweep follows and
+    its best setting becomes the first recommendation.
+    """
     out = Output(json_path=json_path, quiet=quiet, debug=debug, show_output=show_output)
     with error_boundary(out):
         from fastload_cli.config import DIAGNOSE_MODES, parse_modes
+        from fastload_cli.session import Diagnose
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
-        run_command("diagnose", base, specs, out)
+        auto_sweep = not no_sweep and modes is None
+        run_command("diagnose", base, Diagnose(specs, max_workers if auto_sweep else None), out)
+
+
+@app.command("synthetic-compare")
+def synthetic_compare(
+    script: Script,
+    script_args: ScriptArgs = None,
+    max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
+    warmup: Warmup = DEFAULT_WARMUP,
+    timeout: Timeout = DEFAULT_TIMEOUT_S,
+    json_path: JsonPath = None,
+    keep_transform: Keep = None,
+    drop_transform: Drop = None,
+    show_output: ShowOutput = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    """Real inputs vs one cached batch replayed (and vs no augmentation): the speedup ceiling of any
+    input-pipeline fix, read in a paragraph."""
+    out = Output(json_path=json_path, quiet=quiet, debug=debug, show_output=show_output)
+    with error_boundary(out):
+        from fastload_cli.config import DIAGNOSE_MODES
+        from fastload_cli.session import Diagnose
+
+        base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
+        run_command("synthetic-compare", base, Diagnose(DIAGNOSE_MODES, None), out)
+
+
+@app.command("sweep-workers")
+def sweep_workers(
+    script: Script,
+    script_args: ScriptArgs = None,
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            "--workers", help="Measure exactly these num_workers settings, e.g. 0,2,4,8 (default: adaptive search)."
+        ),
+    ] = None,
+    max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
+    prefetch_factor: Annotated[
+        str | None,
+        typer.Option("--prefetch-factor", help="Also try these prefetch_factor values at the best setting, e.g. 2,4."),
+    ] = None,
+    pin_memory: Annotated[
+        PinMemory | None,
+        typer.Option("--pin-memory", help="'both': also try the other pin_memory setting at the best (CUDA only)."),
+    ] = None,
+    max_batches: MaxBatches = DEFAULT_SWEEP_BATCHES,
+    warmup: Warmup = DEFAULT_WARMUP,
+    timeout: Timeout = DEFAULT_TIMEOUT_S,
+    json_path: JsonPath = None,
+    show_output: ShowOutput = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    """Measure num_workers settings under the script's real training step: throughput, data wait,
+    CPU, memory and start-up per setting, the best setting and where returns end."""
+    out = Output(json_path=json_path, quiet=quiet, debug=debug, show_output=show_output)
+    with error_boundary(out):
+        from fastload_cli.config import parse_counts
+        from fastload_cli.session import Sweep
+
+        grid = parse_counts("--workers", workers, minimum=0) if workers else None
+        factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
+        base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        plan = Sweep(
+            max_workers=max_workers, grid=grid, prefetch_factors=factors, pin_both=pin_memory is PinMemory.BOTH
+        )
+        run_command("sweep-workers", base, plan, out)
 
 
 @app.command()
@@ -141,6 +235,7 @@ def demo(
     from fastload_cli import examples
     from fastload_cli.config import DIAGNOSE_MODES
     from fastload_cli.errors import MissingDependencyError, UnknownExampleError
+    from fastload_cli.session import Diagnose
 
     out = Output(json_path=json_path, quiet=quiet, debug=debug, show_output=False)
     with error_boundary(out):
@@ -154,7 +249,7 @@ def demo(
             )
         note(out, f"Example '{example.name}': {example.summary}.")
         base = make_config(example.filename, None, max_batches, warmup, timeout, None, None, cwd=example.path.parent)
-        run_command("diagnose", base, DIAGNOSE_MODES, out)
+        run_command("diagnose", base, Diagnose(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS), out)
         if name is None and not out.json_to_stdout:
             _list_examples(out, example.name)
 
@@ -221,16 +316,16 @@ def make_config(
     )
 
 
-def run_command(command: str, base: RunConfig, specs: tuple[ModeSpec, ...], out: Output) -> None:
-    """Run the modes, analyse, report; exits with 130/143 when interrupted."""
+def run_command(command: str, base: RunConfig, plan: Plan, out: Output) -> None:
+    """Run the plan's modes, analyse, report; exits with 130/143 when interrupted."""
     from fastload_cli.samplers.gpu import open_nvml
 
     check_writable(out.json_path)
     nvml = open_nvml()
     try:
         with _terminate_as_interrupt() as terminated:
-            outcome = _run_with_progress(base, specs, nvml, out)
-        report = make_report(command, base, outcome, nvml)
+            outcome = _run_with_progress(base, plan, nvml, out)
+        report = make_report(command, base, outcome, nvml, plan)
     finally:
         if not isinstance(nvml, str):
             nvml.shutdown()
@@ -244,22 +339,22 @@ def run_command(command: str, base: RunConfig, specs: tuple[ModeSpec, ...], out:
         raise typer.Exit(EXIT_TERMINATED if terminated.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
 
 
-def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
+def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any, plan: Plan) -> Report | None:
     """The report, or None when an interrupted command measured no batch at all."""
     from fastload_cli.analyzer import analyze
     from fastload_cli.session import build_report, environment
 
     if outcome.interrupted and not any(r.batches for r in outcome.runs):
         return None
-    analysis = analyze(outcome.runs)
+    analysis = analyze(outcome.runs, plan.limits())
     return build_report(command, base, outcome, analysis, environment(outcome.runs, nvml))
 
 
-def _run_with_progress(base: RunConfig, specs: tuple[ModeSpec, ...], nvml: Any, out: Output) -> Outcome:
+def _run_with_progress(base: RunConfig, plan: Plan, nvml: Any, out: Output) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fastload_cli.runner.launch import Observer
-    from fastload_cli.session import run_modes
+    from fastload_cli.session import Runner
 
     progress = Progress(
         TextColumn("{task.description:<14}"),
@@ -273,17 +368,19 @@ def _run_with_progress(base: RunConfig, specs: tuple[ModeSpec, ...], nvml: Any, 
     )
 
     def observe(spec: ModeSpec) -> Observer:
-        task = progress.add_task(spec.label, total=base.requested_batches)
+        label = spec.label + (f" {spec.variant}" if spec.variant else "")
+        task = progress.add_task(label, total=None)
         on_output = _stream_output if out.show_output else None
         return Observer(
-            on_batches=lambda done, total: progress.update(task, completed=min(done, total)), on_output=on_output
+            on_batches=lambda done, total: progress.update(task, completed=min(done, total), total=total),
+            on_output=on_output,
         )
 
-    def on_note(spec: ModeSpec, message: str) -> None:
-        note(out, f"{spec.label}: {message}.")
+    def on_note(spec: ModeSpec | None, message: str) -> None:
+        note(out, f"{spec.label}: {message}." if spec is not None else message)
 
     with progress:
-        return run_modes(base, specs, nvml, observe, on_note)
+        return plan.execute(Runner(base, nvml, observe, on_note))
 
 
 def _stream_output(data: bytes) -> None:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import fastload_cli
-from fastload_cli.analyzer import Analysis, disturbed
-from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.config import RunConfig
+from fastload_cli.analyzer import Analysis, analyze, current_workers, disturbed, sweep
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import primary_loader, summarize
+from fastload_cli.analyzer.verdict import read_ceiling
+from fastload_cli.config import DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
+    Bottleneck,
     Environment,
     GpuDevice,
     Mode,
@@ -28,8 +32,10 @@ from fastload_cli.records import (
 )
 from fastload_cli.runner.launch import Observer, run_mode
 from fastload_cli.samplers.gpu import Nvml
+from fastload_cli.samplers.host import available_memory
 
 ObserverFactory = Callable[[ModeSpec], Observer]
+NoteSink = Callable[[ModeSpec | None, str], None]  # a note on a mode's run, or on the command
 NO_LOADER_HINT = (
     "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
     "data already on the device are not seen"
@@ -42,36 +48,216 @@ class Outcome:
     interrupted: bool
 
 
-def run_modes(
-    base: RunConfig,
-    modes: Sequence[ModeSpec],
-    nvml: Nvml | str | None,
-    observe: ObserverFactory,
-    on_note: Callable[[ModeSpec, str], None] = lambda spec, message: None,
-) -> Outcome:
-    runs: list[RunResult] = []
+@dataclass(frozen=True, slots=True)
+class Runner:
+    """Runs one mode at a time, with what every command's runs share."""
+
+    base: RunConfig
+    nvml: Nvml | str | None
+    observe: ObserverFactory
+    on_note: NoteSink = lambda spec, message: None
+
+    def measure(self, config: RunConfig, *, first: bool = False) -> RunResult:
+        """One run; measured again when other processes skewed it. ``first``: the run that must
+        measure something, or the script cannot be diagnosed (a FastloadError says why)."""
+        spec = config.spec
+        run = run_mode(config, self.nvml, self.observe(spec))
+        if first:
+            check_measurable(run)
+        summary = summarize(run) if run.status is RunStatus.OK else None
+        if summary is not None and disturbed(summary):  # other work skewed it: measure again
+            load = summary.foreign_cpu_fraction or 0.0
+            self.on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
+            again = run_mode(config, self.nvml, self.observe(spec))
+            if again.status is RunStatus.INTERRUPTED or _load_below(again, load):
+                run = again
+        return run
+
+
+def run_modes(runner: Runner, modes: Sequence[ModeSpec], done: Sequence[RunResult] = ()) -> Outcome:
+    """Run ``modes`` in order after the runs already ``done``; the real one must measure a batch."""
+    runs: list[RunResult] = list(done)
     try:
         for spec in modes:
-            skip = _why_skip(spec, runs, base)
+            skip = _why_skip(spec, runs, runner.base)
             if skip is not None:
-                on_note(spec, f"skipped: {skip}")
+                runner.on_note(spec, f"skipped: {skip}")
                 continue
-            run = run_mode(base.with_mode(spec), nvml, observe(spec))
-            if spec.mode is Mode.REAL:
-                check_measurable(run)
-            summary = summarize(run) if run.status is RunStatus.OK else None
-            if summary is not None and disturbed(summary):  # other work skewed it: measure again
-                load = summary.foreign_cpu_fraction or 0.0
-                on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
-                again = run_mode(base.with_mode(spec), nvml, observe(spec))
-                if again.status is RunStatus.INTERRUPTED or _load_below(again, load):
-                    run = again
+            run = runner.measure(runner.base.with_mode(spec), first=spec.mode is Mode.REAL)
             runs.append(run)
             if run.status is RunStatus.INTERRUPTED:
                 return Outcome(runs=tuple(runs), interrupted=True)
     except KeyboardInterrupt:  # between two runs: the finished ones are kept
         return Outcome(runs=tuple(runs), interrupted=True)
     return Outcome(runs=tuple(runs), interrupted=False)
+
+
+# --------------------------------------------------------------------------------------------
+# num_workers sweeps
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_limits(max_workers: int, grid: tuple[int, ...] | None = None) -> sweep.Limits:
+    """The sweep's limits on this machine: its free memory now, while no run is going."""
+    free = available_memory()
+    budget = int(free * th.SWEEP_MEMORY_SHARE) if free is not None else None
+    return sweep.Limits(max_workers=max_workers, memory_budget_bytes=budget, grid=grid)
+
+
+def point_config(base: RunConfig, spec: ModeSpec, prefetch_factor: int | None) -> RunConfig:
+    """A sweep point's run: at start-up every worker delivers its first ``prefetch_factor`` batches
+    at once, so those are warm-up; and the window holds a few rounds of batches from all workers."""
+    workers = spec.workers or 0
+    burst = workers * (spec.prefetch_factor or prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
+    return replace(
+        base.with_mode(spec),
+        warmup=max(base.warmup, burst),
+        max_batches=max(base.max_batches, th.SWEEP_ROUNDS * workers),
+    )
+
+
+def run_sweep(runner: Runner, limits: sweep.Limits, done: Sequence[RunResult] = ()) -> Outcome:
+    """Measure num_workers settings as ``sweep.plan`` asks, after the runs already ``done`` (a real
+    run among them is the script's own setting)."""
+    runs = list(done)
+    points = [sweep.point(summarize(r)) for r in runs if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.batches]
+    try:
+        while (step := sweep.plan(points, _for_loader(limits, runs), current_workers(runs))).workers is not None:
+            run = _sweep_run(runner, ModeSpec(mode=Mode.WORKERS, workers=step.workers), runs)
+            runs.append(run)
+            points.append(sweep.point(summarize(run)))
+            if run.status is RunStatus.INTERRUPTED:
+                return Outcome(runs=tuple(runs), interrupted=True)
+    except KeyboardInterrupt:
+        return Outcome(runs=tuple(runs), interrupted=True)
+    return Outcome(runs=tuple(runs), interrupted=False)
+
+
+def run_variants(runner: Runner, limits: sweep.Limits, done: Outcome, specs: Sequence[ModeSpec]) -> Outcome:
+    """Each of ``specs`` (prefetch_factor / pin_memory overrides) at the setting the sweep chose."""
+    runs = list(done.runs)
+    points = [sweep.point(summarize(r)) for r in runs if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.batches]
+    result = sweep.conclude(points, current_workers(runs), _for_loader(limits, runs), None)
+    if done.interrupted or result is None or result.recommended_workers is None:
+        return done
+    try:
+        for spec in specs:
+            run = _sweep_run(runner, replace(spec, mode=Mode.WORKERS, workers=result.recommended_workers), runs)
+            runs.append(run)
+            if run.status is RunStatus.INTERRUPTED:
+                return Outcome(runs=tuple(runs), interrupted=True)
+    except KeyboardInterrupt:
+        return Outcome(runs=tuple(runs), interrupted=True)
+    return Outcome(runs=tuple(runs), interrupted=False)
+
+
+def _for_loader(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:
+    return limits.with_loader(next((primary_loader(r) for r in runs if r.batches), None))
+
+
+def _sweep_run(runner: Runner, spec: ModeSpec, runs: Sequence[RunResult]) -> RunResult:
+    loader = next((primary_loader(r) for r in runs if r.batches), None)
+    config = point_config(runner.base, spec, loader.prefetch_factor if loader is not None else None)
+    return runner.measure(config, first=not any(r.batches for r in runs))
+
+
+# --------------------------------------------------------------------------------------------
+# What each command runs
+# --------------------------------------------------------------------------------------------
+
+
+class Plan(Protocol):
+    """A command's runs: ``execute`` runs them; ``limits`` are the sweep's, for the analysis."""
+
+    def execute(self, runner: Runner) -> Outcome: ...
+
+    def limits(self) -> sweep.Limits | None: ...
+
+
+@dataclass
+class Diagnose:
+    """The modes in order; then, when loading is the limit and the cores are not all busy, a short
+    num_workers sweep (``max_workers`` None: never)."""
+
+    modes: Sequence[ModeSpec]
+    max_workers: int | None
+    _limits: sweep.Limits | None = field(default=None, init=False)
+
+    def limits(self) -> sweep.Limits | None:
+        if self._limits is None and self.max_workers is not None:
+            self._limits = sweep_limits(self.max_workers)
+        return self._limits
+
+    def execute(self, runner: Runner) -> Outcome:
+        outcome = run_modes(runner, self.modes)
+        if outcome.interrupted or self.max_workers is None:
+            return outcome
+        why_not = why_not_sweep(outcome.runs)
+        if why_not is not None:
+            if why_not != NOT_INPUT_BOUND:
+                runner.on_note(None, f"No num_workers sweep: {why_not}.")
+            return outcome
+        runner.on_note(None, "Loading is the limit and the cores are not all busy: measuring num_workers settings.")
+        limits = self.limits()
+        assert limits is not None
+        short = replace(
+            runner, base=replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
+        )
+        return run_sweep(short, limits, done=outcome.runs)
+
+
+NOT_INPUT_BOUND = "loading is not the limit"
+
+
+def why_not_sweep(runs: Sequence[RunResult]) -> str | None:
+    """Why measuring num_workers settings would not help, or None when it may."""
+    analysis = analyze(runs)
+    if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
+        return NOT_INPUT_BOUND
+    real = analysis.facts.real
+    busy = real.system_cpu_busy_fraction if real is not None else None
+    if busy is not None and busy >= th.CPU_SATURATED:
+        return f"the cores were {100 * busy:.0f}% busy: more workers cannot help"
+    return None
+
+
+@dataclass
+class Sweep:
+    """``sweep-workers``: the num_workers search (or ``grid``), then prefetch_factor and pin_memory
+    variants at the setting it found best."""
+
+    max_workers: int
+    grid: tuple[int, ...] | None = None
+    prefetch_factors: tuple[int, ...] = ()
+    pin_both: bool = False
+    _limits: sweep.Limits | None = field(default=None, init=False)
+
+    def limits(self) -> sweep.Limits:
+        if self._limits is None:
+            self._limits = sweep_limits(self.max_workers, self.grid)
+        return self._limits
+
+    def execute(self, runner: Runner) -> Outcome:
+        outcome = run_sweep(runner, self.limits())
+        variants = self.variants(outcome.runs, runner.on_note)
+        return run_variants(runner, self.limits(), outcome, variants) if variants else outcome
+
+    def variants(self, runs: Sequence[RunResult], on_note: NoteSink) -> list[ModeSpec]:
+        loader = next((primary_loader(r) for r in runs if r.batches), None)
+        if loader is None:
+            return []
+        found = []
+        own_factor = loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR
+        found += [ModeSpec(mode=Mode.WORKERS, prefetch_factor=f) for f in self.prefetch_factors if f != own_factor]
+        if self.pin_both:
+            if any(r.env.cuda_available for r in runs):
+                found.append(ModeSpec(mode=Mode.WORKERS, pin_memory=not loader.pin_memory))
+            else:
+                on_note(
+                    None,
+                    "--pin-memory both: skipped, CUDA is not available (pinned memory only speeds up copies to a GPU).",
+                )
+        return found
 
 
 def _load_below(run: RunResult, load: float) -> bool:
@@ -151,4 +337,6 @@ def build_report(command: str, base: RunConfig, outcome: Outcome, analysis: Anal
         recommendations=analysis.recommendations,
         substitutions=no_aug.substitutions if no_aug is not None else (),
         interrupted=outcome.interrupted,
+        reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,
+        sweep=analysis.facts.sweep,
     )

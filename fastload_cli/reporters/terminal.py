@@ -11,7 +11,17 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from fastload_cli.records import Bottleneck, Recommendation, Report, RunStatus, RunSummary, Substitution, Verdict
+from fastload_cli.records import (
+    Bottleneck,
+    Recommendation,
+    Report,
+    RunStatus,
+    RunSummary,
+    Substitution,
+    SweepPoint,
+    SweepResult,
+    Verdict,
+)
 
 DASH = "—"
 VERDICT_STYLE = {
@@ -23,11 +33,18 @@ VERDICT_STYLE = {
     Bottleneck.INCONCLUSIVE: "bold",
 }
 MAX_SUBSTITUTIONS = 12
+CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
 
 
 def render(report: Report) -> RenderableType:
     parts: list[RenderableType] = [_verdict(report.verdict, report)]
-    parts.append(_runs_table(report.runs))
+    modes = tuple(r for r in report.runs if not r.mode.startswith("workers="))
+    if modes and (report.sweep is None or len(modes) > 1):
+        parts.append(_runs_table(modes))
+    if report.reading:
+        parts.extend([Text(""), Padding(Text(report.reading), (0, 0, 0, 1))])
+    if report.sweep is not None:
+        parts.extend(_sweep(report.sweep, report.runs))
     parts.extend(_section("Evidence", [Text(line) for line in report.verdict.evidence]))
     parts.extend(_section("Recommendations", [_recommendation(i, r) for i, r in enumerate(report.recommendations, 1)]))
     parts.extend(_section("Substitutions (no-aug)", _substitutions(report.substitutions)))
@@ -83,6 +100,76 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
     ("storage reads", lambda r: _bytes_rate(r.read_bytes_per_s)),
     ("batches measured", lambda r: str(r.batches)),
 )
+
+
+def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[RenderableType]:
+    """One row per setting, then a bar chart of throughput against workers."""
+    table = Table(
+        expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True
+    )
+    table.add_column("workers", no_wrap=True)
+    for name in ("samples/s", "vs own", "wait", "CPU main/wk", "RSS", "start-up", "step p90"):
+        table.add_column(name, justify="right", no_wrap=True)
+    own = next((p for p in result.points if p.workers == result.current_workers and p.variant is None), None)
+    own_rate = own.throughput_samples_per_s if own is not None else None
+    for point in result.points:
+        run = next((r for r in reversed(runs) if r.mode == point.mode and r.variant == point.variant), None)
+        rate = point.throughput_samples_per_s
+        spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
+        table.add_row(
+            _point_label(point, result),
+            _num(rate) + spread,
+            f"{rate / own_rate:.2f}x" if rate and own_rate else DASH,
+            _pct(point.data_wait_fraction),
+            DASH if run is None else f"{_cpu(run.main_cpu_percent)}/{_cpu(run.workers_cpu_percent)}",
+            _bytes(point.rss_bytes),
+            _secs(point.startup_s),
+            DASH if run is None else _ms(run.step_ms_p90),
+        )
+    lines: list[RenderableType] = [table, _chart(result.points)]
+    if result.diminishing_at is not None:
+        lines.append(Text(f"Returns end at {result.diminishing_at} workers: {result.reason}."))
+    if result.stopped and "still rising" not in result.reason:
+        lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
+    lines.append(Text(_sweep_summary(result), style="bold"))
+    heading = f"num_workers sweep (the script's own: {_int(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
+    return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]
+
+
+def _chart(points: tuple[SweepPoint, ...]) -> Table:
+    """Throughput against workers, one bar per setting."""
+    chart = Table.grid(padding=(0, 1))
+    chart.add_column(justify="right", no_wrap=True)
+    chart.add_column(no_wrap=True)
+    top = max((p.throughput_samples_per_s or 0.0 for p in points), default=0.0)
+    for point in points:
+        rate = point.throughput_samples_per_s
+        bar = "█" * max(1, round(CHART_WIDTH * rate / top)) if rate and top else ""
+        label = str(point.workers) + (f" {point.variant}" if point.variant else "")
+        chart.add_row(label, Text.assemble((bar, "cyan"), f" {_num(rate, '/s')}" if rate else " failed"))
+    return chart
+
+
+def _point_label(point: SweepPoint, result: SweepResult) -> Text:
+    label = Text(str(point.workers) + (f" {point.variant}" if point.variant else ""))
+    if point.workers == result.current_workers and point.variant is None:
+        label.append(" own", style="dim")
+    chosen = point.workers == result.recommended_workers and point.variant == result.recommended_variant
+    if chosen and result.significant:
+        label.append(" ★", style="bold green")
+    return label
+
+
+def _sweep_summary(result: SweepResult) -> str:
+    if result.significant and result.speedup is not None:
+        setting = f"num_workers={result.recommended_workers}"
+        if result.recommended_variant:
+            setting += f", {result.recommended_variant}"
+        memory = f", {_bytes(result.memory_cost_bytes)} more memory" if result.memory_cost_bytes else ""
+        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
+    if result.speedup is not None:
+        return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
+    return f"The highest throughput was measured at {result.best_workers} workers."
 
 
 def _recommendation(index: int, r: Recommendation) -> RenderableType:
@@ -148,6 +235,15 @@ def _step(p50: float | None, p90: float | None) -> str:
     if p50 is None or p90 is None:
         return DASH
     return f"{p50:.0f}/{p90:.0f} ms" if p50 >= 10 else f"{p50:.1f}/{p90:.1f} ms"
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return DASH
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"
 
 
 def _bytes_rate(value: float | None) -> str:

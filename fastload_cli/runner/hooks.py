@@ -74,12 +74,16 @@ class ChildOptions:
     warmup: int = 5
     keep_transforms: tuple[str, ...] = ()
     drop_transforms: tuple[str, ...] = ()
+    prefetch_factor: int | None = None
+    pin_memory: bool | None = None
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "mode": self.mode,
                 "workers": self.workers,
+                "prefetch_factor": self.prefetch_factor,
+                "pin_memory": self.pin_memory,
                 "warmup": self.warmup,
                 "keep_transforms": list(self.keep_transforms),
                 "drop_transforms": list(self.drop_transforms),
@@ -92,6 +96,8 @@ class ChildOptions:
         return cls(
             mode=raw["mode"],
             workers=raw["workers"],
+            prefetch_factor=raw.get("prefetch_factor"),
+            pin_memory=raw.get("pin_memory"),
             warmup=raw["warmup"],
             keep_transforms=tuple(raw["keep_transforms"]),
             drop_transforms=tuple(raw["drop_transforms"]),
@@ -285,18 +291,28 @@ class Hooks:
         return __init__
 
     def _override_workers(self, arguments: dict[str, Any], loader_id: int) -> int | None:
-        """``workers=N``: set num_workers (and drop settings that need workers when N is 0)."""
-        if self.options.mode != Mode.WORKERS.value or self.options.workers is None:
+        """``workers=N``: set num_workers (and drop settings that need workers when N is 0), and
+        prefetch_factor / pin_memory when the run asks for them."""
+        options = self.options
+        if options.mode != Mode.WORKERS.value or options.workers is None:
             return None
         original = int(arguments.get("num_workers", 0))
-        arguments["num_workers"] = self.options.workers
-        if self.options.workers == 0:
+        arguments["num_workers"] = options.workers
+        if options.workers == 0:
             for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
                 if arguments.get(name, neutral) != neutral:
-                    arguments[name] = neutral
-                    self._report_override(loader_id, name, neutral)
-        self._report_override(loader_id, "num_workers", self.options.workers, original)
+                    self._set(arguments, loader_id, name, neutral)
+        elif options.prefetch_factor is not None:
+            self._set(arguments, loader_id, "prefetch_factor", options.prefetch_factor)
+        if options.pin_memory is not None:
+            self._set(arguments, loader_id, "pin_memory", options.pin_memory)
+        self._report_override(loader_id, "num_workers", options.workers, original)
         return original
+
+    def _set(self, arguments: dict[str, Any], loader_id: int, name: str, value: object) -> None:
+        old = arguments.get(name)
+        arguments[name] = value
+        self._report_override(loader_id, name, value, old)
 
     def _report_override(self, loader_id: int, name: str, value: object, old: object = None) -> None:
         self.channel.emit(

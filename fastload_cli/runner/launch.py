@@ -63,6 +63,8 @@ def child_command(config: RunConfig) -> list[str]:
     options = ChildOptions(
         mode=config.spec.mode.value,
         workers=config.spec.workers,
+        prefetch_factor=config.spec.prefetch_factor,
+        pin_memory=config.spec.pin_memory,
         warmup=config.warmup,
         keep_transforms=config.keep_transforms,
         drop_transforms=config.drop_transforms,

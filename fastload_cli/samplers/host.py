@@ -193,3 +193,11 @@ def cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
     if limit == "max":
         return None
     return int(limit) / int(period)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory new processes can use now without swapping (None if unreadable)."""
+    try:
+        return int(psutil.virtual_memory().available)
+    except (psutil.Error, OSError):
+        return None

@@ -42,7 +42,8 @@ def fake(monkeypatch: pytest.MonkeyPatch, results: list[RunResult]) -> list[str]
 
 def run(notes: list[str] | None = None) -> session.Outcome:
     found = notes if notes is not None else []
-    return session.run_modes(BASE, DIAGNOSE_MODES, None, lambda spec: None, lambda spec, m: found.append(m))
+    runner = session.Runner(BASE, None, lambda spec: None, lambda spec, m: found.append(m))
+    return session.run_modes(runner, DIAGNOSE_MODES)
 
 
 def test_no_aug_is_skipped_without_augmentation(monkeypatch: pytest.MonkeyPatch) -> None:
