@@ -387,6 +387,7 @@ class SweepPoint:
     rss_bytes: int | None = None
     startup_s: float | None = None
     variant: str | None = None  # prefetch_factor / pin_memory overrides, when the sweep tried them
+    runs: int = 1  # runs of this setting: throughput is their mean, spread covers their difference
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -48,11 +48,8 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
     extra = f", {s.recommended_variant.replace(',', ', ')}" if s.recommended_variant else ""
     persistent = ", persistent_workers=True" if n > 0 else ""
     snippet = f"DataLoader(dataset, ..., num_workers={n}{persistent}{extra})"
-    memory = (
-        f" It costs {gib(s.memory_cost_bytes)} more memory (process-tree RSS)."
-        if s.memory_cost_bytes and s.memory_cost_bytes > 0
-        else ""
-    )
+    cost = s.memory_cost_bytes
+    memory = f" It uses {gib(abs(cost))} {'more' if cost > 0 else 'less'} memory (process-tree RSS)." if cost else ""
     assert s.speedup is not None
     return Recommendation(
         id="increase-num-workers" if n > now else "reduce-num-workers",

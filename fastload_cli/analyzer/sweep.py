@@ -9,7 +9,8 @@ whose processes would not fit in the memory left (each worker's footprint is mea
 settings already run), at a rung whose start-up burst would fill half an epoch, or at a rung
 that failed. Then up to ``refine`` settings between the best point and its measured neighbours
 are measured: below it first when the next setting up is as fast (a plateau), above it first
-otherwise. The script's own setting is always measured, so every speedup is against it.
+otherwise. The script's own setting is always measured, so every speedup is against it; when
+the best setting is another, both are measured a second time before the sweep concludes.
 
 Pure functions: the session runs what ``plan`` asks for and hands back the measured points.
 """
@@ -32,6 +33,7 @@ class Limits:
     memory_budget_bytes: int | None = None  # what one setting's processes may use together
     grid: tuple[int, ...] | None = None  # measure exactly these settings (and the script's own)
     refine: int = th.SWEEP_REFINE_POINTS
+    confirm: bool = True  # measure the best and the script's own setting twice when they differ
     epoch_batches: int | None = None  # batches per epoch of the loader being swept
     prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
 
@@ -101,9 +103,29 @@ def faster(a: SweepPoint, b: SweepPoint) -> bool:
     return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
 
 
+def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+    """One point per setting: a setting measured more than once gets its runs' mean throughput,
+    and a spread that covers the difference between the runs as well as within each."""
+    groups: dict[tuple[int, str | None], list[SweepPoint]] = {}
+    for p in points:
+        groups.setdefault((p.workers, p.variant), []).append(p)
+    merged = []
+    for group in groups.values():
+        ok = _ok(group)
+        if len(group) == 1 or not ok:
+            merged.append(group[-1])
+            continue
+        rates = [_throughput(p) for p in ok]
+        mean = sum(rates) / len(rates)
+        between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
+        within = max((p.spread for p in ok if p.spread is not None), default=0.0)
+        merged.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
+    return merged
+
+
 def _plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
-    """Points without prefetch_factor / pin_memory overrides, by worker count (the last wins)."""
-    return {p.workers: p for p in points if p.variant is None}
+    """Points without prefetch_factor / pin_memory overrides, one per worker count."""
+    return {p.workers: p for p in merge(points) if p.variant is None}
 
 
 def _ok(points: Iterable[SweepPoint]) -> list[SweepPoint]:
@@ -125,7 +147,20 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> P
         return Plan(rung)
     if current is not None and current not in measured:
         return Plan(current, stopped)
-    return Plan(_refinement(measured, limits, current), stopped)
+    refine = _refinement(measured, limits, current)
+    return Plan(refine if refine is not None else _confirmation(measured, limits, current), stopped)
+
+
+def _confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
+    """The best setting and the script's own, measured once more each when they differ: the
+    recommendation rests on their difference, and one run of each can be off by the machine's noise."""
+    ok = _ok(measured.values())
+    if not limits.confirm or not ok or current is None or measured[current].throughput_samples_per_s is None:
+        return None
+    best = max(ok, key=_throughput).workers
+    if best == current:
+        return None
+    return next((w for w in (best, current) if measured[w].runs < 2), None)
 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
@@ -222,7 +257,7 @@ def conclude(
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
     stopped = None if limits.grid is not None else climb(points, limits)[1]
     return SweepResult(
-        points=tuple(sorted(points, key=lambda p: (p.workers, p.variant or ""))),
+        points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
         best_workers=best.workers,
         recommended_workers=chosen.workers,
@@ -241,7 +276,7 @@ def conclude(
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
     """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
-    variants = _ok(p for p in points if p.variant is not None and p.workers == plain.workers)
+    variants = _ok(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
     winner = max(variants, key=_throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None
 

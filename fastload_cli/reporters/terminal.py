@@ -165,7 +165,8 @@ def _sweep_summary(result: SweepResult) -> str:
         setting = f"num_workers={result.recommended_workers}"
         if result.recommended_variant:
             setting += f", {result.recommended_variant}"
-        memory = f", {_bytes(result.memory_cost_bytes)} more memory" if result.memory_cost_bytes else ""
+        cost = result.memory_cost_bytes
+        memory = f", {_bytes(abs(cost))} {'more' if cost > 0 else 'less'} memory" if cost else ""
         return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
     if result.speedup is not None:
         return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."

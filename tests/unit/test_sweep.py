@@ -39,8 +39,12 @@ def pt(
     )
 
 
-def search(model: Model, limits: Limits, current: int | None, **point_args: object) -> list[SweepPoint]:
-    """Run the planner to the end against a throughput model; the points in measuring order."""
+def search(
+    model: Model, limits: Limits, current: int | None, *, confirm: bool = False, **point_args: object
+) -> list[SweepPoint]:
+    """Run the planner to the end against a throughput model; the points in measuring order
+    (without the confirming second runs unless ``confirm``)."""
+    limits = dataclasses.replace(limits, confirm=confirm)
     points: list[SweepPoint] = []
     for _ in range(50):
         nxt = sweep.plan(points, limits, current).workers
@@ -133,7 +137,7 @@ def test_the_climb_stops_where_the_next_rung_would_not_fit_in_memory() -> None:
     def with_rss(points: list[SweepPoint]) -> list[SweepPoint]:
         return [dataclasses.replace(p, rss_bytes=GIB + p.workers * GIB) for p in points]
 
-    limits = Limits(memory_budget_bytes=6 * GIB, refine=0)
+    limits = Limits(memory_budget_bytes=6 * GIB, refine=0, confirm=False)
     points: list[SweepPoint] = []
     while (nxt := sweep.plan(points, limits, 2).workers) is not None:
         points = with_rss([*points, pt(nxt, latency_bound(nxt))])
@@ -146,7 +150,7 @@ def test_the_climb_stops_where_the_next_rung_would_not_fit_in_memory() -> None:
 def test_a_failed_rung_ends_the_climb() -> None:
     points = search(lambda w: 0.0 if w == 8 else latency_bound(w), Limits(refine=0), current=2)
     points = [dataclasses.replace(p, throughput_samples_per_s=None) if p.workers == 8 else p for p in points]
-    assert sweep.plan(points, Limits(refine=0), 2).workers is None
+    assert sweep.plan(points, Limits(refine=0, confirm=False), 2).workers is None
     assert sweep.climb(points, Limits())[1] == "the run with 8 workers failed"
 
 
@@ -266,3 +270,30 @@ def test_limits_take_the_epoch_length_from_the_loader() -> None:
     assert limits.prefetch_factor == 2
     assert limits.too_many(15) is None  # 30 of 63 batches
     assert limits.too_many(16) is not None
+
+
+def test_the_best_and_the_scripts_own_setting_are_measured_twice_when_they_differ() -> None:
+    points = search(latency_bound, Limits(refine=0), current=2, confirm=True)
+    assert order(points) == [0, 1, 2, 4, 8, 16, 32, 16, 2]
+
+
+def test_no_second_runs_when_the_scripts_own_setting_is_the_best() -> None:
+    points = search(cpu_bound, Limits(refine=0), current=3, confirm=True)
+    assert order(points) == [0, 1, 2, 4, 3]
+
+
+def test_repeated_runs_merge_into_their_mean_with_the_spread_between_them() -> None:
+    merged = sweep.merge([pt(2, 100.0, spread=0.02), pt(4, 150.0), pt(2, 120.0, spread=0.03)])
+    assert [p.workers for p in merged] == [2, 4]
+    assert merged[0].throughput_samples_per_s == pytest.approx(110.0)
+    assert merged[0].spread == pytest.approx(10.0 / 110.0)
+    assert merged[0].runs == 2
+
+
+def test_a_second_run_that_disagrees_turns_a_gain_into_noise() -> None:
+    once = [pt(0, 150.0), pt(2, 120.0)]
+    assert sweep.conclude(once, 2, Limits(), cpu_count=2).significant  # type: ignore[union-attr]
+    twice = [*once, pt(0, 110.0), pt(2, 121.0)]
+    result = sweep.conclude(twice, 2, Limits(), cpu_count=2)
+    assert result is not None and not result.significant
+    assert result.recommended_workers == 2
