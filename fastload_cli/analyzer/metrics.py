@@ -85,8 +85,10 @@ def steady_steps(run: RunResult) -> list[Step]:
     An epoch starts with its iterator's workers starting, then every worker delivering its first
     ``prefetch_factor`` batches at once: when epochs are long enough to leave a steady state
     after it, that burst is left out along with the start-up it followed (reported on its own as
-    start-up time); otherwise only each epoch's first batch is. When the script delivered too few
-    batches to leave warm-up, the batches after the first are used instead (the caveats say so).
+    start-up time). When epochs are too short for that, every epoch after warm-up counts whole,
+    from ``iter()`` on: start-up, burst and all, which is what such epochs cost. Without workers
+    only each epoch's first batch is left out. When the script delivered too few batches to leave
+    warm-up, the batches after the first are used instead (the caveats say so).
     """
     batches = loader_batches(run)
     loader = primary_loader(run)
@@ -96,13 +98,16 @@ def steady_steps(run: RunResult) -> list[Step]:
         steps = _steps(run, batches, first=burst)
         if len(steps) >= th.MIN_STEADY_BATCHES:
             return steps
+        return _steps(run, batches, first=1)
+    if burst > 1:  # epochs too short for a steady state: each one counts whole, its start-up included
+        return _steps(run, batches, first=0)
     return _steps(run, batches, first=1)
 
 
 def _steps(run: RunResult, batches: list[BatchRecord], first: int) -> list[Step]:
-    """Steps after warm-up, from each epoch's batch ``first`` on."""
+    """Steps after warm-up, from each epoch's batch ``first`` on; batch 0's step starts at iter()."""
     skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
-    previous: dict[int, int] = {}
+    previous: dict[int, int] = {it.iterator_id: it.started_ns for it in run.iterators} if first == 0 else {}
     steps = []
     for position, batch in enumerate(batches):
         before = previous.get(batch.iterator_id)

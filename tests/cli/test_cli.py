@@ -22,7 +22,8 @@ def invoke(*args: str):
 def test_help_lists_the_commands() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    assert "diagnose" in result.output and "demo" in result.output
+    for command in ("diagnose", "synthetic-compare", "sweep-workers", "demo"):
+        assert command in result.output
 
 
 def test_help_does_not_import_torch_or_pynvml() -> None:
@@ -55,6 +56,8 @@ def test_python_dash_m_is_the_same_program() -> None:
         ["diagnose", "x.py", "--no-such-option"],
         ["diagnose", "x.py", "--epochs", "1"],  # script options must follow --
         ["frobnicate"],
+        ["sweep-workers", "x.py", "--pin-memory", "sometimes"],
+        ["sweep-workers", "x.py", "--max-workers", "-1"],
     ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
@@ -109,3 +112,17 @@ def test_an_unknown_example_lists_the_known_ones() -> None:
     result = invoke("demo", "nope")
     assert result.exit_code == 1
     assert "augmentation" in result.output and "storage-latency" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--workers", "0,two", "--workers: 'two' is not a whole number >= 0"),
+        ("--workers", ",", "--workers needs at least one value"),
+        ("--prefetch-factor", "0", "--prefetch-factor: '0' is not a whole number >= 1"),
+    ],
+)
+def test_bad_sweep_settings_are_errors_before_anything_runs(option: str, value: str, message: str) -> None:
+    result = invoke("sweep-workers", str(SCRIPTS / "toy_train.py"), option, value)
+    assert result.exit_code == 1
+    assert message in result.output

@@ -58,6 +58,25 @@ def test_the_start_up_burst_stays_in_when_too_few_batches_would_remain() -> None
     assert summarize(run).batches == 11  # warm-up 2 only: 13 batches are too few to drop 8
 
 
+def test_epochs_too_short_for_a_steady_state_count_whole_with_their_start_up() -> None:
+    # 4 workers x 2 prefetched = 8-batch bursts in 12-batch epochs: no steady part to measure
+    from fastload_cli.records import IteratorInfo
+
+    first = b.batches([200] + [0] * 7 + [30] * 4, 10, iterator_id=1)
+    second = b.batches([200] + [0] * 7 + [30] * 4, 10, iterator_id=2, start_ns=5_000 * MS)
+    loader = dataclasses.replace(b.loader(num_workers=4), dataset_len=12 * 32)
+    iterators = tuple(
+        IteratorInfo(loader_id=1, iterator_id=i, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
+        for i, t in ((1, 0), (2, 5_000 * MS))
+    )
+    run = dataclasses.replace(b.run("real", first + second, loaders=[loader], warmup=12), iterators=iterators)
+    steps = steady_steps(run)
+    assert [s.batch.index for s in steps] == list(range(12))  # the whole second epoch
+    assert steps[0].previous_end_ns == 5_000 * MS  # from iter(), its start-up included
+    s = summarize(run)
+    assert s.wall_s == pytest.approx((200 + 7 * 10 + 4 * 40) / 1000)
+
+
 def test_window_spans_split_at_epochs() -> None:
     first = b.batches([50, 10, 10], 30, iterator_id=1)
     second = b.batches([50, 10, 10], 30, iterator_id=2, start_ns=1_000 * MS)

@@ -126,3 +126,58 @@ def test_no_workers_for_loading_cheaper_than_handing_batches_over() -> None:
     real = b.summary(wait=0.3, busy=0.95, system=0.3, workers=0, throughput=64000.0)
     f = facts(real, b.summary("synthetic", throughput=90000.0), workers=0, cores=2)
     assert rec.more_workers(f, decide(f)) is None
+
+
+def swept(f: Facts, *, recommended: int, speedup: float, significant: bool, cost: int | None = None) -> Facts:
+    from dataclasses import replace
+
+    from fastload_cli.records import SweepResult
+
+    result = SweepResult(
+        points=(),
+        current_workers=2,
+        best_workers=recommended,
+        recommended_workers=recommended if significant else 2,
+        recommended_variant=None,
+        speedup=speedup,
+        noise=0.06,
+        significant=significant,
+        memory_cost_bytes=cost,
+        diminishing_at=recommended,
+        reason="IO latency hidden: ...",
+        stopped=None,
+    )
+    return replace(f, sweep=result)
+
+
+def test_a_sweep_that_measured_a_faster_setting_is_the_first_recommendation() -> None:
+    f = swept(IO, recommended=16, speedup=5.0, significant=True, cost=2**30)
+    found = rec.recommend(f, decide(f))
+    first = found[0]
+    assert first.id == "increase-num-workers"
+    assert first.measured
+    assert "num_workers=16, persistent_workers=True" in first.detail
+    assert "1.0 GiB more memory" in first.detail
+    assert first.expected_speedup == pytest.approx(5.0)  # below the 9x ceiling
+    assert "increase-num-workers" not in [r.id for r in found[1:]]  # the estimate stays silent
+
+
+def test_a_measured_worker_gain_is_capped_by_the_ceiling() -> None:
+    f = swept(CPU_IDLE_CORES, recommended=4, speedup=4.0, significant=True)
+    found = rec.measured_workers(f, decide(f))
+    assert found is not None and found.expected_speedup == pytest.approx(3.0)
+
+
+def test_fewer_workers_measured_faster_is_a_reduce_recommendation() -> None:
+    f = swept(CPU_SATURATED, recommended=0, speedup=1.3, significant=True, cost=-(2**29))
+    found = rec.measured_workers(f, decide(f))
+    assert found is not None
+    assert found.id == "reduce-num-workers"
+    assert "num_workers=0)" in found.detail and "persistent_workers" not in found.detail
+    assert "512 MiB less memory" in found.detail
+
+
+def test_a_sweep_within_noise_recommends_no_worker_change() -> None:
+    f = swept(CPU_IDLE_CORES, recommended=4, speedup=1.03, significant=False)
+    found = ids(f)
+    assert "increase-num-workers" not in found and "reduce-num-workers" not in found

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import session
+from fastload_cli.analyzer import analyze, sweep
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import Mode, RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
+from tests.unit.builders import MS
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py")
 
@@ -87,3 +89,48 @@ def test_an_interrupted_run_ends_the_sequence(monkeypatch: pytest.MonkeyPatch) -
     calls = fake(monkeypatch, [quiet_run("real", augmented=True), interrupted])
     outcome = run()
     assert outcome.interrupted and calls == ["real", "synthetic"]
+
+
+def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2) -> list[RunConfig]:
+    """run_mode replaced by a pipeline whose step takes max(10 ms, 80 ms / workers): loading
+    scales with workers until the 10 ms step is the limit (at 8)."""
+    calls: list[RunConfig] = []
+
+    def run_mode(config, nvml, observer):
+        calls.append(config)
+        n = config.spec.workers if config.spec.workers is not None else own_workers
+        step = max(10.0, 80.0 / max(n, 1))
+        batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
+        loader = dataclasses.replace(b.loader(num_workers=n), original_num_workers=own_workers)
+        return dataclasses.replace(b.run(config.spec.label, batch_list, loaders=[loader]), warmup_batches=config.warmup)
+
+    monkeypatch.setattr(session, "run_mode", run_mode)
+    return calls
+
+
+def test_a_sweep_climbs_refines_and_confirms(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pipeline(monkeypatch)
+    runner = session.Runner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    outcome = session.run_sweep(runner, sweep.Limits())
+    assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 6, 7, 8, 2]
+    # each point's warm-up covers the start-up burst, and its window several rounds of batches
+    assert (calls[2].warmup, calls[2].max_batches) == (5, 20)
+    assert (calls[4].warmup, calls[4].max_batches) == (16, 24)  # 8 workers x 2 prefetched; x 3 rounds
+    assert (calls[5].warmup, calls[5].max_batches) == (32, 48)
+    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    assert result is not None
+    assert result.current_workers == 2
+    assert result.recommended_workers == 8
+    assert result.speedup == pytest.approx(4.0, rel=0.01)
+    assert result.significant
+
+
+def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    def real(system_busy: float, wait_ms: float = 35.0) -> RunResult:
+        samples = b.host_samples(2_000 * MS, worker_cores=(0.1, 0.1), system_busy=system_busy)
+        return b.run("real", b.batches([wait_ms] * 40, 5.0), samples=samples)
+
+    synthetic = b.run("synthetic", b.batches([0.1] * 40, 5.0))
+    assert session.why_not_sweep([real(0.4), synthetic]) is None
+    assert session.why_not_sweep([real(0.97), synthetic]) == "the cores were 97% busy: more workers cannot help"
+    assert session.why_not_sweep([real(0.4, wait_ms=0.1), synthetic]) == session.NOT_INPUT_BOUND

@@ -181,3 +181,26 @@ def test_iowait_decides_io_when_the_loaders_cpu_is_unknown() -> None:
     assert any("12%" in line and "iowait" in line for line in v.evidence)
     below = dataclasses.replace(real, iowait_fraction=th.IOWAIT_NOTABLE / 2)
     assert decide(facts(below, b.summary("synthetic", throughput=500.0))).bottleneck is Bottleneck.INCONCLUSIVE
+
+
+def test_the_ceiling_is_read_in_a_paragraph() -> None:
+    from fastload_cli.analyzer.verdict import read_ceiling
+
+    bound = Facts(
+        real=b.summary(throughput=100.0, wait=0.6),
+        synthetic=b.summary("synthetic", throughput=420.0),
+        no_aug=b.summary("no-aug", throughput=260.0),
+        loader=b.loader(),
+        cpu_count=2,
+    )
+    text = read_ceiling(bound, decide(bound))
+    assert text.startswith("A free input pipeline would make training 4.2x faster")
+    assert "the input pipeline is the bottleneck" in text
+    assert "augmentation accounts for about 50% of that gap" in text  # (2.6 - 1) / (4.2 - 1)
+
+    flat = Facts(real=b.summary(wait=0.01), synthetic=b.summary("synthetic", throughput=103.0), loader=b.loader())
+    assert read_ceiling(flat, decide(flat)).startswith("Within noise")
+    assert "faster loading will not help" in read_ceiling(flat, decide(flat))
+
+    unknown = Facts(real=b.summary(), loader=b.loader())
+    assert "could not be measured" in read_ceiling(unknown, decide(unknown))

@@ -1,0 +1,92 @@
+"""sweep-workers, synthetic-compare and diagnose's own sweep, on real child runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.conftest import SCRIPTS, run_fastload
+
+pytestmark = pytest.mark.slow
+TOY = str(SCRIPTS / "toy_train.py")
+# Loading sleeps 2 ms per sample (8 per batch) beside a 2 ms step: latency that workers hide.
+LATENCY = ["--", "--load-ms", "2", "--step-ms", "2", "--workers", "1", "--size", "2048"]
+
+
+def report_of(done: subprocess.CompletedProcess[str]) -> dict:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def check_recommendations(report: dict) -> None:
+    ceiling = report["verdict"]["speedup_ceiling"]
+    for r in report["recommendations"]:
+        assert r["evidence"], r["id"]
+        if ceiling is not None and r["expected_speedup"] is not None:
+            assert r["expected_speedup"] <= ceiling + 1e-9
+
+
+def test_an_adaptive_sweep_measures_workers_settings_under_the_real_step() -> None:
+    done = run_fastload("sweep-workers", TOY, "--max-workers", "4", "--max-batches", "12", "--json", "-", *LATENCY)
+    report = report_of(done)
+    assert report["schema"] == "fastload.report/1" and report["command"] == "sweep-workers"
+    modes = [r["mode"] for r in report["runs"]]
+    assert set(modes) >= {"workers=0", "workers=1", "workers=2", "workers=4"}
+    assert all(m.startswith("workers=") for m in modes)
+    sweep = report["sweep"]
+    assert sweep["current_workers"] == 1
+    assert [p["workers"] for p in sweep["points"]] == sorted(p["workers"] for p in sweep["points"])
+    for point in sweep["points"]:
+        assert point["throughput_samples_per_s"] > 0
+        assert point["rss_bytes"] > 0 and point["startup_s"] > 0
+    assert sweep["recommended_workers"] in {p["workers"] for p in sweep["points"]}
+    if sweep["significant"]:
+        first = report["recommendations"][0]
+        assert first["id"] in ("increase-num-workers", "reduce-num-workers") and first["measured"] is True
+    check_recommendations(report)
+
+
+def test_a_grid_sweep_measures_exactly_the_grid_and_the_scripts_own_setting() -> None:
+    done = run_fastload("sweep-workers", TOY, "--workers", "0,2", "--max-batches", "8", "--json", "-", *LATENCY)
+    report = report_of(done)
+    assert sorted(r["mode"] for r in report["runs"]) == ["workers=0", "workers=1", "workers=2"]
+    for run in report["runs"]:
+        assert run["status"] == "ok" and run["batches"] >= 8
+
+
+def test_the_terminal_report_shows_the_sweep_table_chart_and_conclusion() -> None:
+    done = run_fastload("sweep-workers", TOY, "--workers", "0,2", "--max-batches", "8", *LATENCY)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "num_workers sweep (the script's own: 1" in out
+    assert "█" in out and "Returns end at" in out
+    assert "Use num_workers=" in out or "Keep num_workers=1" in out
+
+
+def test_synthetic_compare_reads_the_ceiling() -> None:
+    done = run_fastload("synthetic-compare", TOY, "--max-batches", "12", "--json", "-", *LATENCY)
+    report = report_of(done)
+    assert report["command"] == "synthetic-compare"
+    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic"]  # no augmentation to remove
+    assert report["reading"].startswith(("A free input pipeline", "Within noise"))
+    assert report["sweep"] is None
+    check_recommendations(report)
+
+
+def test_diagnose_sweeps_when_loading_is_the_limit() -> None:
+    done = run_fastload("diagnose", TOY, "--max-batches", "12", "--max-workers", "4", "--json", "-", *LATENCY)
+    report = report_of(done)
+    modes = [r["mode"] for r in report["runs"]]
+    assert modes[:2] == ["real", "synthetic"]
+    assert any(m.startswith("workers=") for m in modes), "an IO-bound run with idle cores gets a sweep"
+    assert report["sweep"] is not None
+    check_recommendations(report)
+
+
+def test_diagnose_without_a_sweep() -> None:
+    done = run_fastload("diagnose", TOY, "--max-batches", "12", "--no-sweep", "--json", "-", *LATENCY)
+    report = report_of(done)
+    assert not any(r["mode"].startswith("workers=") for r in report["runs"])
+    assert report["sweep"] is None
