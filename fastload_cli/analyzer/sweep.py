@@ -49,14 +49,14 @@ class Limits:
 
     def too_many(self, workers: int) -> str | None:
         """Why ``workers`` cannot be measured with this loader, if it cannot: at start-up the
-        workers deliver ``workers * prefetch_factor`` batches at once, and an epoch needs a steady
-        part after that burst."""
+        workers deliver ``workers * prefetch_factor`` batches at once, and after that burst an
+        epoch must hold a few rounds of one batch per worker for a steady rate to be measured."""
         epoch = self.epoch_batches
-        if epoch is None or workers * self.prefetch_factor <= epoch // 2:
+        if epoch is None or workers * (self.prefetch_factor + th.SWEEP_ROUNDS) <= epoch:
             return None
         return (
-            f"an epoch has {epoch} batches, and {workers} workers would prefetch "
-            f"{workers * self.prefetch_factor} of them at start-up, so their steady rate cannot be measured"
+            f"an epoch has {epoch} batches: {workers} workers would prefetch {workers * self.prefetch_factor} "
+            f"of them at start-up and leave too few for {th.SWEEP_ROUNDS} steady rounds"
         )
 
 
@@ -141,7 +141,7 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> P
     measured = _plain(points)
     if limits.grid is not None:
         wanted = [*limits.grid, *([current] if current is not None else [])]
-        return Plan(next((w for w in wanted if w not in measured), None))
+        return Plan(next((w for w in wanted if w not in measured and not limits.too_many(w)), None))
     rung, stopped = climb(points, limits)
     if rung is not None:
         return Plan(rung)
@@ -166,17 +166,36 @@ def _confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
     """The next rung to climb to, or None and why the climb ended (None: it stopped improving)."""
     measured = _plain(points)
-    for rung in ladder(limits.max_workers):
+    steps, limited = rungs(points, limits)
+    for rung in steps:
         found = measured.get(rung)
         if found is None:
-            too_big = limits.too_many(rung) or _over_budget(points, rung, limits)
-            return (None, too_big) if too_big else (rung, None)
+            return rung, None
         if found.throughput_samples_per_s is None:
             return None, f"the run with {rung} workers failed"
         below = _ok(p for w, p in measured.items() if w < rung)
         if rung > 1 and below and not faster(found, max(below, key=_throughput)):
             return None, None
-    return None, f"it reached --max-workers {limits.max_workers}"
+    return None, limited or f"it reached --max-workers {limits.max_workers}"
+
+
+def rungs(points: Sequence[SweepPoint], limits: Limits) -> tuple[list[int], str | None]:
+    """The ladder as far as the limits allow, and the limit that cut it. Where a rung is over a
+    limit, the largest setting under it that is not takes its place, as the last rung."""
+    allowed: list[int] = []
+    for rung in ladder(limits.max_workers):
+        why = _limited(points, rung, limits)
+        if why is None:
+            allowed.append(rung)
+            continue
+        below = allowed[-1] if allowed else -1
+        last = next((w for w in range(rung - 1, below, -1) if _limited(points, w, limits) is None), None)
+        return [*allowed, *([last] if last is not None else [])], why
+    return allowed, None
+
+
+def _limited(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
+    return limits.too_many(workers) or _over_budget(points, workers, limits)
 
 
 def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
@@ -198,9 +217,7 @@ def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | 
         if low is None or high is None or high - low < 2:
             continue
         middle = (low + high) // 2
-        if middle in measured or limits.too_many(middle):
-            continue
-        if not _over_budget(list(measured.values()), middle, limits):
+        if middle not in measured and _limited(list(measured.values()), middle, limits) is None:
             return middle
     return None
 
@@ -255,7 +272,10 @@ def conclude(
     significant = base is not None and faster(top, base)
     if base is not None and not significant:
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
-    stopped = None if limits.grid is not None else climb(points, limits)[1]
+    if limits.grid is not None:
+        stopped = next((f"{why} (not measured)" for w in limits.grid if (why := limits.too_many(w))), None)
+    else:
+        stopped = climb(points, limits)[1]
     return SweepResult(
         points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,

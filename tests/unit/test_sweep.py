@@ -141,7 +141,8 @@ def test_the_climb_stops_where_the_next_rung_would_not_fit_in_memory() -> None:
     points: list[SweepPoint] = []
     while (nxt := sweep.plan(points, limits, 2).workers) is not None:
         points = with_rss([*points, pt(nxt, latency_bound(nxt))])
-    assert order(points) == [0, 1, 2, 4]  # 8 workers: 9 GiB projected from 1 GiB per worker
+    # 8 workers: 9 GiB projected from 1 GiB per worker; 5 is the most that fits in 6 GiB
+    assert order(points) == [0, 1, 2, 4, 5]
     rung, stopped = sweep.climb(points, limits)
     assert rung is None
     assert stopped is not None and "8 workers would need about 9.0 GiB" in stopped
@@ -256,9 +257,18 @@ def test_projected_rss_extrapolates_from_the_two_largest_settings() -> None:
 def test_the_climb_stops_where_the_start_up_burst_would_fill_half_an_epoch() -> None:
     limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
     points = search(latency_bound, limits, current=2)
-    assert order(points) == [0, 1, 2, 4, 8, 16]  # 32 workers would prefetch all 64 batches
+    # 16 workers would prefetch 32 of 64 batches and leave too few for 3 rounds of 16: 12 is the last
+    assert order(points) == [0, 1, 2, 4, 8, 12]
     stopped = sweep.climb(points, limits)[1]
-    assert stopped is not None and stopped.startswith("an epoch has 64 batches, and 32 workers would prefetch 64")
+    assert stopped is not None and stopped.startswith("an epoch has 64 batches: 16 workers would prefetch 32")
+
+
+def test_a_grid_leaves_out_settings_an_epoch_is_too_short_for() -> None:
+    limits = Limits(grid=(0, 8, 16), epoch_batches=64, prefetch_factor=2)
+    points = search(latency_bound, limits, current=2)
+    assert order(points) == [0, 8, 2]
+    result = sweep.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.stopped is not None and result.stopped.endswith("(not measured)")
 
 
 def test_limits_take_the_epoch_length_from_the_loader() -> None:
@@ -268,8 +278,8 @@ def test_limits_take_the_epoch_length_from_the_loader() -> None:
     limits = Limits().with_loader(loader)
     assert limits.epoch_batches == 63
     assert limits.prefetch_factor == 2
-    assert limits.too_many(15) is None  # 30 of 63 batches
-    assert limits.too_many(16) is not None
+    assert limits.too_many(12) is None  # 24 prefetched + 3 rounds of 12 = 60 of 63 batches
+    assert limits.too_many(13) is not None
 
 
 def test_the_best_and_the_scripts_own_setting_are_measured_twice_when_they_differ() -> None:
