@@ -15,6 +15,7 @@ from typing import Protocol
 import fastload_cli
 from fastload_cli.analyzer import Analysis, analyze, current_workers, disturbed, sweep
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.failures import hint_for
 from fastload_cli.analyzer.metrics import primary_loader, summarize
 from fastload_cli.analyzer.verdict import read_ceiling
 from fastload_cli.config import DEFAULT_SWEEP_BATCHES, RunConfig
@@ -63,7 +64,7 @@ class Runner:
         spec = config.spec
         run = run_mode(config, self.nvml, self.observe(spec))
         if first:
-            check_measurable(run)
+            check_measurable(run, config.python)
         summary = summarize(run) if run.status is RunStatus.OK else None
         if summary is not None and disturbed(summary):  # other work skewed it: measure again
             load = summary.foreign_cpu_fraction or 0.0
@@ -275,16 +276,18 @@ def _why_skip(spec: ModeSpec, done: list[RunResult], base: RunConfig) -> str | N
     return None
 
 
-def check_measurable(run: RunResult) -> None:
+def check_measurable(run: RunResult, python: str | None = None) -> None:
     """Raise when the real run measured no batch: there is nothing to diagnose."""
     if run.batches:
         return
     tail = run.output_tail
     if run.error is not None:
+        message = f"{run.error.type_name}: {run.error.message}"
+        first_line = message.strip().splitlines()[0] if message.strip() else message
         raise ScriptFailedError(
-            f"the script failed before its first batch: {run.error.type_name}: {run.error.message}",
-            "it must run under plain `python` first; its output is shown above",
-            tail,
+            f"the script failed before its first batch: {first_line}",
+            hint_for(message, tail, python) or "it must run under plain `python` first; its output is shown above",
+            f"{tail.rstrip()}\n{message}" if message not in tail else tail,
         )
     if run.status is RunStatus.TIMEOUT:
         raise FastloadError(
@@ -294,11 +297,13 @@ def check_measurable(run: RunResult) -> None:
     if run.signal_name is not None:
         raise ScriptFailedError(
             f"the script was killed by {run.signal_name} before its first batch",
-            "SIGKILL usually means the machine ran out of memory",
+            hint_for("", tail) or "SIGKILL usually means the machine ran out of memory",
             tail,
         )
     if run.stop_reason is StopReason.SCRIPT_ENDED and run.exit_code not in (0, None):
-        raise ScriptFailedError(f"the script exited with status {run.exit_code} before its first batch", None, tail)
+        raise ScriptFailedError(
+            f"the script exited with status {run.exit_code} before its first batch", hint_for("", tail), tail
+        )
     if run.loaders:
         raise NoLoaderObservedError("the script created a DataLoader but never took a batch from it", NO_LOADER_HINT)
     raise NoLoaderObservedError("the script ended without iterating a torch DataLoader", NO_LOADER_HINT)

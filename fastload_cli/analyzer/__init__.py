@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.failures import STUCK_HINT, hint_for
 from fastload_cli.analyzer.metrics import primary_loader, summarize
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
@@ -144,9 +145,10 @@ def caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple
 def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     found = []
     if run.status is not RunStatus.OK:
-        what = s.error or run.status.value
+        what = (s.error or run.status.value).strip().splitlines()[0]
         kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
-        found.append(f"{s.mode} run {run.status.value}: {what}{kept}.")
+        hint = STUCK_HINT if run.status is RunStatus.TIMEOUT else hint_for(s.error or "", run.output_tail)
+        found.append(f"{s.mode} run {run.status.value}: {what}{kept}." + (f" Hint: {hint}." if hint else ""))
     elif run.stop_reason is StopReason.SCRIPT_ENDED and len(run.batches) < run.requested_batches:
         found.append(
             f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "

@@ -37,10 +37,16 @@ Span = tuple[int, int]  # (start_ns, end_ns)
 class Step:
     batch: BatchRecord
     previous_end_ns: int  # the end of the previous batch's wait, same epoch
+    other_wait_ns: int = 0  # waits for other loaders' batches inside this step (zip of two loaders)
 
     @property
     def step_ns(self) -> int:
         return self.batch.wait_end_ns - self.previous_end_ns
+
+    @property
+    def wait_ns(self) -> int:
+        """All of the step the loop spent blocked on data, whichever loader it waited for."""
+        return self.batch.wait_ns + self.other_wait_ns
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,29 +79,32 @@ def startup_burst(loader: LoaderInfo | None) -> int:
 
 
 def epoch_batches(loader: LoaderInfo | None) -> int | None:
-    """Batches in one epoch of a map-style dataset, when its length and batch size are known."""
+    """Full batches in one epoch of a map-style dataset, when its length and batch size are known."""
     if loader is None or loader.iterable_dataset or not loader.dataset_len or not loader.batch_size:
         return None
-    return -(-loader.dataset_len // loader.batch_size)
+    return loader.dataset_len // loader.batch_size
 
 
 def steady_steps(run: RunResult) -> list[Step]:
-    """Steps after warm-up, without the start of any epoch.
+    """Steps after warm-up, without the start (and, with workers, the end) of any epoch.
 
     An epoch starts with its iterator's workers starting, then every worker delivering its first
-    ``prefetch_factor`` batches at once: when epochs are long enough to leave a steady state
-    after it, that burst is left out along with the start-up it followed (reported on its own as
-    start-up time). When epochs are too short for that, every epoch after warm-up counts whole,
-    from ``iter()`` on: start-up, burst and all, which is what such epochs cost. Without workers
-    only each epoch's first batch is left out. When the script delivered too few batches to leave
-    warm-up, the batches after the first are used instead (the caveats say so).
+    ``prefetch_factor`` batches at once, and it ends with the loop draining as many batches that
+    were loaded while it was busy. When epochs are long enough to leave a steady state between,
+    the burst is left out along with the start-up it followed (reported on its own as start-up
+    time), and so is the drain when the epoch's length is known. When epochs are too short for
+    that, every epoch after warm-up counts whole, from ``iter()`` on: start-up, burst and all,
+    which is what such epochs cost. Without workers only each epoch's first batch is left out.
+    When the script delivered too few batches to leave warm-up, the batches after the first are
+    used instead (the caveats say so).
     """
     batches = loader_batches(run)
     loader = primary_loader(run)
     burst = startup_burst(loader)
-    epoch = epoch_batches(loader) or max(Counter(b.iterator_id for b in batches).values(), default=0)
-    if burst > 1 and epoch > burst + th.MIN_STEADY_BATCHES:
-        steps = _steps(run, batches, first=burst)
+    known = epoch_batches(loader)
+    epoch = known or max(Counter(b.iterator_id for b in batches).values(), default=0)
+    if burst > 1 and epoch > 2 * burst + th.MIN_STEADY_BATCHES:
+        steps = _steps(run, batches, first=burst, end=known - burst if known else None)
         if len(steps) >= th.MIN_STEADY_BATCHES:
             return steps
         return _steps(run, batches, first=1)
@@ -104,17 +113,39 @@ def steady_steps(run: RunResult) -> list[Step]:
     return _steps(run, batches, first=1)
 
 
-def _steps(run: RunResult, batches: list[BatchRecord], first: int) -> list[Step]:
-    """Steps after warm-up, from each epoch's batch ``first`` on; batch 0's step starts at iter()."""
+def _steps(run: RunResult, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
+    """Steps after warm-up, from each epoch's batch ``first`` on and before its batch ``end``;
+    with ``first`` 0, batch 0's step starts at iter()."""
     skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
     previous: dict[int, int] = {it.iterator_id: it.started_ns for it in run.iterators} if first == 0 else {}
+    others = _other_waits(run, batches[0].loader_id) if batches else None
     steps = []
     for position, batch in enumerate(batches):
         before = previous.get(batch.iterator_id)
         previous[batch.iterator_id] = batch.wait_end_ns
-        if position >= skip and batch.index >= first and before is not None:
-            steps.append(Step(batch=batch, previous_end_ns=before))
+        inside = batch.index >= first and (end is None or batch.index < end)
+        if position >= skip and inside and before is not None:
+            other = others.inside(before, batch.wait_end_ns) if others is not None else 0
+            steps.append(Step(batch=batch, previous_end_ns=before, other_wait_ns=other))
     return steps
+
+
+class _Waits:
+    """Waits for batches of other loaders, to find those inside a step of the measured one."""
+
+    def __init__(self, waits: list[tuple[int, int]]) -> None:
+        self.waits = sorted(waits, key=lambda w: w[1])
+        self.ends = [end for _, end in self.waits]
+
+    def inside(self, start_ns: int, end_ns: int) -> int:
+        first = bisect.bisect_right(self.ends, start_ns)
+        last = bisect.bisect_right(self.ends, end_ns)
+        return sum(max(0, min(b, end_ns) - max(a, start_ns)) for a, b in self.waits[first:last])
+
+
+def _other_waits(run: RunResult, loader_id: int) -> _Waits | None:
+    waits = [(b.wait_start_ns, b.wait_end_ns) for b in run.batches if b.loader_id != loader_id]
+    return _Waits(waits) if waits else None
 
 
 def spans(steps: list[Step]) -> list[Span]:
@@ -302,7 +333,7 @@ def summarize(run: RunResult) -> RunSummary:
     read = tree_delta(run.host_samples, window, lambda p: p.read_bytes)
     system = system_cpu(run.host_samples, window)
     steps_ms = [s.step_ns / 1e6 for s in steps]
-    compute_ms = [(s.step_ns - s.batch.wait_ns) / 1e6 for s in steps]
+    compute_ms = [(s.step_ns - s.wait_ns) / 1e6 for s in steps]
     return RunSummary(
         mode=run.label,
         status=run.status,
@@ -312,7 +343,7 @@ def summarize(run: RunResult) -> RunSummary:
         wall_s=window_s if window_s > 0 else None,
         throughput_samples_per_s=_per_s(samples, window_s),
         throughput_batches_per_s=_per_s(len(steps), window_s),
-        data_wait_fraction=(sum(s.batch.wait_ns for s in steps) / window_ns) if window_ns > 0 else None,
+        data_wait_fraction=(sum(s.wait_ns for s in steps) / window_ns) if window_ns > 0 else None,
         step_ms_p50=percentile(steps_ms, 0.5),
         step_ms_p90=percentile(steps_ms, 0.9),
         startup_s=startup_s(run),

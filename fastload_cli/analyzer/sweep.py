@@ -48,15 +48,16 @@ class Limits:
         )
 
     def too_many(self, workers: int) -> str | None:
-        """Why ``workers`` cannot be measured with this loader, if it cannot: at start-up the
-        workers deliver ``workers * prefetch_factor`` batches at once, and after that burst an
-        epoch must hold a few rounds of one batch per worker for a steady rate to be measured."""
+        """Why ``workers`` cannot be measured with this loader, if it cannot: an epoch starts with
+        ``workers * prefetch_factor`` batches arriving at once and ends draining as many, and
+        between the two it must hold a few rounds of one batch per worker for a steady rate."""
         epoch = self.epoch_batches
-        if epoch is None or workers * (self.prefetch_factor + th.SWEEP_ROUNDS) <= epoch:
+        if epoch is None or workers * (2 * self.prefetch_factor + th.SWEEP_ROUNDS) <= epoch:
             return None
         return (
             f"an epoch has {epoch} batches: {workers} workers would prefetch {workers * self.prefetch_factor} "
-            f"of them at start-up and leave too few for {th.SWEEP_ROUNDS} steady rounds"
+            f"of them at its start and drain as many at its end, leaving too few for {th.SWEEP_ROUNDS} "
+            "steady rounds"
         )
 
 

@@ -8,6 +8,9 @@ import hook), so fastload never imports torch ahead of the script. What is patch
 * ``DataLoader.__iter__``: reports each epoch's iterator, its start-up time and worker pids.
 * ``_BaseDataLoaderIter.__next__``: times the blocking wait for every batch (the point where the
   training loop blocks), and in ``synthetic`` mode replays copies of one cached batch.
+* A subclass's own ``__iter__`` (one that runs the base iterator in a background thread, say):
+  what it returns is wrapped, so batches are timed and counted once, where the loop takes them;
+  the base iterator inside it still applies the mode but reports nothing.
 
 Only the stdlib (and torch, through the objects it patches) is used here.
 """
@@ -238,6 +241,9 @@ class LoaderState:
     cached: Any = None  # synthetic mode: the batch replayed after warm-up
     cache_ready: bool = False
     cache_failed: bool = False
+    # The loader's class overrides __iter__ (a background-thread prefetcher, say): batches are
+    # timed where its iterator hands them to the loop, and the base iterator inside stays silent.
+    outer: bool = False
 
 
 @dataclass(slots=True)
@@ -245,6 +251,7 @@ class EpochState:
     loader: LoaderState
     iterator_id: int
     index: int = 0
+    inner: bool = False  # a base iterator inside an overriding __iter__: not timed, not reported
 
 
 @dataclass
@@ -337,6 +344,7 @@ class Hooks:
         loader._fastload_state = LoaderState(
             loader_id=loader_id, collated=bool(loader._auto_collation), replay=self._replay
         )
+        self._wrap_override(type(loader))
         context = loader.multiprocessing_context
         self.channel.emit(
             EventKind.LOADER,
@@ -395,7 +403,7 @@ class Hooks:
             if state is None or not hasattr(iterator, "_num_yielded"):
                 return iterator  # not a DataLoader iterator we can time
             reused = getattr(iterator, "_fastload_epoch", None) is not None
-            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids))
+            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids), inner=state.outer)
             iterator._fastload_epoch = epoch
             hooks.channel.emit(
                 EventKind.ITERATOR,
@@ -410,6 +418,49 @@ class Hooks:
 
         __iter__.__wrapped__ = original  # type: ignore[attr-defined]
         return __iter__
+
+    # -- a subclass's own __iter__ ---------------------------------------------------------
+
+    def _wrap_override(self, cls: type) -> None:
+        """Patch the ``__iter__`` a DataLoader subclass defines, once per defining class, so its
+        batches are timed where the training loop receives them."""
+        owner = next((c for c in cls.__mro__ if "__iter__" in c.__dict__), None)
+        if owner is None or (owner.__name__ == "DataLoader" and owner.__module__.startswith("torch.")):
+            return
+        original = owner.__dict__["__iter__"]
+        if getattr(original, "_fastload_outer", False):
+            return
+        hooks = self
+
+        def __iter__(loader: Any) -> Any:
+            state = getattr(loader, "_fastload_state", None)
+            if state is None or getattr(_outer_calls, "active", False):
+                return original(loader)  # not measured, or an override calling another one
+            state.outer = True
+            started = time.monotonic_ns()
+            _outer_calls.active = True
+            try:
+                inner = iter(original(loader))
+            finally:
+                _outer_calls.active = False
+            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids))
+            hooks.channel.emit(
+                EventKind.ITERATOR,
+                loader_id=state.loader_id,
+                iterator_id=epoch.iterator_id,
+                started_ns=started,
+                ready_ns=time.monotonic_ns(),
+                worker_pids=[],
+                reused=False,
+            )
+            return OuterIterator(inner, epoch, hooks)
+
+        __iter__.__wrapped__ = original  # type: ignore[attr-defined]
+        __iter__._fastload_outer = True  # type: ignore[attr-defined]
+        try:
+            owner.__iter__ = __iter__  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a class that refuses patching is measured inside
+            return
 
     # -- _BaseDataLoaderIter.__next__ ------------------------------------------------------
 
@@ -461,7 +512,10 @@ class Hooks:
 
     def _timed(self, epoch: EpochState, produce: Callable[[Any], Any], iterator: Any, *, synthetic: bool) -> Any:
         """``produce(iterator)``, timed where the loop blocks, with the waiting thread's CPU and
-        run-queue time; the batch is reported and returned."""
+        run-queue time; the batch is reported and returned (by the outer iterator only, when an
+        overriding ``__iter__`` wraps this one)."""
+        if epoch.inner:
+            return produce(iterator)
         cpu0, runq0 = self.clock.read()
         start = time.monotonic_ns()
         batch = produce(iterator)
@@ -505,6 +559,28 @@ class Hooks:
         except Exception:  # describing the batch is a nicety, never worth breaking the script
             leaves = []
         self.channel.emit(EventKind.LAYOUT, loader_id=loader_id, python_type=type(batch).__qualname__, leaves=leaves)
+
+
+_outer_calls = threading.local()  # inside an overriding __iter__ being timed, per thread
+
+
+class OuterIterator:
+    """What an overriding ``DataLoader.__iter__`` returned, timed where the loop takes batches."""
+
+    def __init__(self, inner: Iterator[Any], epoch: EpochState, hooks: Hooks) -> None:
+        self._inner = inner
+        self._epoch = epoch
+        self._hooks = hooks
+
+    def __iter__(self) -> OuterIterator:
+        return self
+
+    def __next__(self) -> Any:
+        loader = self._epoch.loader
+        return self._hooks._timed(self._epoch, lambda it: next(it), self._inner, synthetic=loader.cache_ready)
+
+    def __getattr__(self, name: str) -> Any:  # close(), send() and whatever else the script uses
+        return getattr(self._inner, name)
 
 
 class ReplayIterator:

@@ -77,6 +77,27 @@ def test_epochs_too_short_for_a_steady_state_count_whole_with_their_start_up() -
     assert s.wall_s == pytest.approx((200 + 7 * 10 + 4 * 40) / 1000)
 
 
+def test_waits_for_a_second_loader_inside_a_step_are_data_wait_too() -> None:
+    # zip(loader_a, loader_b): each step waits 10 ms for a, then 20 ms for b, then computes 10 ms
+    a, b2 = [], []
+    t = 0
+    for i in range(12):
+        a.append(dataclasses.replace(b.batches([10], 0)[0], index=i, wait_start_ns=t, wait_end_ns=t + 10 * MS))
+        b2.append(
+            dataclasses.replace(
+                b.batches([20], 0, loader_id=2, iterator_id=2)[0],
+                index=i,
+                wait_start_ns=t + 10 * MS,
+                wait_end_ns=t + 30 * MS,
+            )
+        )
+        t += 40 * MS
+    run = b.run("real", a + b2, loaders=[b.loader(num_workers=0), b.loader(num_workers=0, loader_id=2)], warmup=1)
+    s = summarize(run)
+    assert s.data_wait_fraction == pytest.approx(30 / 40)
+    assert s.compute_ms_p50 == pytest.approx(10.0)
+
+
 def test_window_spans_split_at_epochs() -> None:
     first = b.batches([50, 10, 10], 30, iterator_id=1)
     second = b.batches([50, 10, 10], 30, iterator_id=2, start_ns=1_000 * MS)

@@ -254,11 +254,11 @@ def test_projected_rss_extrapolates_from_the_two_largest_settings() -> None:
     assert sweep.projected_rss(points[:1], 8) is None  # one setting: no per-worker cost yet
 
 
-def test_the_climb_stops_where_the_start_up_burst_would_fill_half_an_epoch() -> None:
+def test_the_climb_stops_where_start_up_and_drain_would_fill_an_epoch() -> None:
     limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
     points = search(latency_bound, limits, current=2)
-    # 16 workers would prefetch 32 of 64 batches and leave too few for 3 rounds of 16: 12 is the last
-    assert order(points) == [0, 1, 2, 4, 8, 12]
+    # 16 workers: 32 prefetched at the start, 32 drained at the end, nothing left; 9 is the last
+    assert order(points) == [0, 1, 2, 4, 8, 9]
     stopped = sweep.climb(points, limits)[1]
     assert stopped is not None and stopped.startswith("an epoch has 64 batches: 16 workers would prefetch 32")
 
@@ -276,10 +276,10 @@ def test_limits_take_the_epoch_length_from_the_loader() -> None:
 
     loader = dataclasses.replace(b.loader(num_workers=2), dataset_len=1000, batch_size=16)
     limits = Limits().with_loader(loader)
-    assert limits.epoch_batches == 63
+    assert limits.epoch_batches == 62
     assert limits.prefetch_factor == 2
-    assert limits.too_many(12) is None  # 24 prefetched + 3 rounds of 12 = 60 of 63 batches
-    assert limits.too_many(13) is not None
+    assert limits.too_many(8) is None  # 16 at the start + 3 rounds of 8 + 16 drained = 56 of 62 batches
+    assert limits.too_many(9) is not None
 
 
 def test_the_best_and_the_scripts_own_setting_are_measured_twice_when_they_differ() -> None:
