@@ -20,11 +20,12 @@ PATTERNS = str(SCRIPTS / "patterns.py")
 MAX_BATCHES = 12
 
 
-def diagnose(*script_args: str, modes: str = "real", max_batches: int = MAX_BATCHES, timeout: float = 240, **kw: str):
+def diagnose(*script_args: str, modes: str = "real", max_batches: int = MAX_BATCHES, wall: float = 240, **kw: str):
+    """``fastload diagnose patterns.py`` with ``kw`` as fastload options; ``wall``: the test's limit."""
     extra = [item for key, value in kw.items() for item in (f"--{key.replace('_', '-')}", value)]
     return run_fastload(
         "diagnose", PATTERNS, "--modes", modes, "--max-batches", str(max_batches), *extra, "--json", "-",
-        "--", *script_args, timeout=timeout,
+        "--", *script_args, timeout=wall,
     )  # fmt: skip
 
 
@@ -74,7 +75,7 @@ def test_a_zip_of_two_loaders_counts_both_waits() -> None:
 
 def test_a_background_thread_loader_is_timed_where_the_loop_blocks() -> None:
     # 2 workers x 8 samples x 4 ms: 16 ms per batch, a 2 ms step: the loop waits most of the time
-    report = report_of(diagnose("--pattern", "thread", "--load-ms", "4", max_batches=20, timeout="60"))
+    report = report_of(diagnose("--pattern", "thread", "--load-ms", "4", max_batches=20, wall=60))
     run = next(r for r in report["runs"] if r["mode"] == "real")
     assert run["status"] == "ok" and run["batches"] == 20
     assert run["data_wait_fraction"] > 0.5
@@ -92,7 +93,7 @@ def test_several_epochs_one_iterator_each(persistent: bool) -> None:
 
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_multiprocessing_contexts(context: str) -> None:
-    report = report_of(diagnose("--context", context, timeout=300))
+    report = report_of(diagnose("--context", context, wall=300))
     check_measured(report)
 
 

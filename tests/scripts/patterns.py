@@ -182,7 +182,7 @@ def make_loader(args, cls=DataLoader, size=None):
     if args.pattern == "batch-sampler":
         sampler = BatchSampler(SequentialSampler(range(args.size)), batch_size=args.batch_size, drop_last=True)
         return cls(Samples(args), batch_sampler=sampler, collate_fn=collate, **kwargs)
-    return cls(Samples(args), batch_size=args.batch_size, shuffle=True, collate_fn=collate, **kwargs)
+    return cls(Samples(args), batch_size=args.batch_size, shuffle=False, collate_fn=collate, **kwargs)
 
 
 def step(batch, args):
