@@ -301,6 +301,7 @@ class RunResult:
     substitutions: tuple[Substitution, ...] = ()
     host_samples: tuple[HostSample, ...] = ()
     host_health: SamplerHealth | None = None
+    gpu_health: SamplerHealth | None = None  # NVML fields that could not be read, and why
     gpu_samples: tuple[GpuSample, ...] = ()
     gpu_unavailable: str | None = None  # why there are no GPU samples
     schedstat: bool = False  # the child could read its thread's run-queue time

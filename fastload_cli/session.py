@@ -141,9 +141,13 @@ def run_variants(runner: Runner, limits: sweep.Limits, done: Outcome, specs: Seq
     result = sweep.conclude(points, current_workers(runs), _for_loader(limits, runs), None)
     if done.interrupted or result is None or result.recommended_workers is None:
         return done
+    best = result.recommended_workers
+    if best == 0 and any(spec.prefetch_factor is not None for spec in specs):
+        runner.on_note(None, "--prefetch-factor: skipped, the best setting has no workers to prefetch.")
+        specs = [spec for spec in specs if spec.prefetch_factor is None]
     try:
         for spec in specs:
-            run = _sweep_run(runner, replace(spec, mode=Mode.WORKERS, workers=result.recommended_workers), runs)
+            run = _sweep_run(runner, replace(spec, mode=Mode.WORKERS, workers=best), runs)
             runs.append(run)
             if run.status is RunStatus.INTERRUPTED:
                 return Outcome(runs=tuple(runs), interrupted=True)

@@ -202,6 +202,8 @@ def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
     for run in runs:
         if run.batches and not run.schedstat:
             found.append("Run-queue time is not readable here (/proc schedstat), so CPU contention is not counted.")
+        if run.gpu_health is not None and run.gpu_samples:
+            found.extend(f"Not measured (NVML): {item}." for item in run.gpu_health.unavailable)
         health = run.host_health
         if health is None:
             continue

@@ -207,6 +207,7 @@ class _Run:
             host_samples=host[0],
             host_health=host[1],
             gpu_samples=gpu_samples,
+            gpu_health=gpu_health,
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,
             profiler_cpu_s=time.process_time() - self.started_cpu_s,

@@ -8,12 +8,14 @@ measured kept, and no process left behind (the autouse fixture checks that).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCRIPTS, run_fastload
+from tests.conftest import ROOT, SCRIPTS, run_fastload
 
 pytestmark = pytest.mark.slow
 PATTERNS = str(SCRIPTS / "patterns.py")
@@ -166,3 +168,41 @@ def test_torch_missing_in_the_interpreter_is_named(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "No module named 'torch'" in done.stderr
     assert "torch is not installed" in done.stderr
+
+
+FAKE_PYNVML = """
+class NVMLError(Exception):
+    pass
+
+NVML_PCIE_UTIL_RX_BYTES, NVML_PCIE_UTIL_TX_BYTES = 1, 0
+
+class _Memory:
+    total, used = 80 * 2**30, 2**30
+
+def _unsupported(*args):
+    raise NVMLError("Not Supported")
+
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return 1
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetName(handle): return b"Fake GPU"
+def nvmlDeviceGetMemoryInfo(handle): return _Memory()
+nvmlDeviceGetUtilizationRates = _unsupported
+nvmlDeviceGetPcieThroughput = _unsupported
+"""
+
+
+def test_nvml_that_fails_field_by_field_leaves_nulls_and_caveats(tmp_path: Path) -> None:
+    (tmp_path / "pynvml.py").write_text(FAKE_PYNVML)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("CUDA_VISIBLE_DEVICES", None)  # the fake device must be visible
+    command = [sys.executable, "-m", "fastload_cli", "diagnose", PATTERNS, "--modes", "real", "--max-batches", "12"]
+    done = subprocess.run([*command, "--json", "-"], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
+    report = report_of(done)
+    assert report["environment"]["nvml"] == "available"
+    assert [g["name"] for g in report["environment"]["gpus"]] == ["Fake GPU"]
+    assert report["runs"][0]["gpu_util_percent"] is None
+    caveats = report["verdict"]["caveats"]
+    assert any(c.startswith("Not measured (NVML): util: Not Supported") for c in caveats)
+    assert any("GPU busy % not measured" in c for c in caveats)

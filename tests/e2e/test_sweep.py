@@ -90,3 +90,16 @@ def test_diagnose_without_a_sweep() -> None:
     report = report_of(done)
     assert not any(r["mode"].startswith("workers=") for r in report["runs"])
     assert report["sweep"] is None
+
+
+def test_prefetch_factor_variants_run_at_the_chosen_setting_and_pin_memory_needs_cuda() -> None:
+    done = run_fastload(
+        "sweep-workers", TOY, "--workers", "2", "--prefetch-factor", "2,4", "--pin-memory", "both",
+        "--max-batches", "8", "--json", "-", *LATENCY,
+    )  # fmt: skip
+    report = report_of(done)
+    variants = [r["variant"] for r in report["runs"] if r["variant"]]
+    assert variants == ["prefetch_factor=4"]  # 2 is the loader's own; no CUDA, so no pin_memory run
+    assert "--pin-memory both: skipped, CUDA is not available" in done.stderr
+    chosen = report["sweep"]["recommended_workers"]
+    assert next(r for r in report["runs"] if r["variant"])["num_workers"] == chosen
