@@ -131,6 +131,19 @@ def diagnose(
     drop_transform: Drop = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
     no_sweep: NoSweep = False,
+    breakdown: Annotated[
+        bool,
+        typer.Option(
+            "--breakdown",
+            help="Time each transform, reading/decoding and collate per sample (always done when CPU-bound).",
+        ),
+    ] = False,
+    py_spy: Annotated[
+        bool,
+        typer.Option(
+            "--py-spy", help="Sample the loading processes with py-spy during the real run (needs py-spy installed)."
+        ),
+    ] = False,
     show_output: ShowOutput = False,
     quiet: Quiet = False,
     debug: Debug = False,
@@ -147,8 +160,14 @@ def diagnose(
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
+        if py_spy:
+            from dataclasses import replace
+
+            from fastload_cli.config import DEFAULT_PY_SPY_S
+
+            base = replace(base, py_spy_s=DEFAULT_PY_SPY_S)
         auto_sweep = not no_sweep and modes is None
-        run_command("diagnose", base, Diagnose(specs, max_workers if auto_sweep else None), out)
+        run_command("diagnose", base, Diagnose(specs, max_workers if auto_sweep else None, breakdown), out)
 
 
 @app.command("synthetic-compare")
@@ -346,7 +365,7 @@ def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any, plan
 
     if outcome.interrupted and not any(r.batches for r in outcome.runs):
         return None
-    analysis = analyze(outcome.runs, plan.limits())
+    analysis = analyze(outcome.runs, plan.limits(), outcome.breakdown)
     return build_report(command, base, outcome, analysis, environment(outcome.runs, nvml))
 
 

@@ -17,6 +17,10 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_SWEEP_BATCHES = 30
 # The highest num_workers a sweep tries unless told otherwise (--max-workers).
 DEFAULT_MAX_WORKERS = 32
+# Samples the breakdown times step by step: enough for stable per-step means, a few seconds at most.
+DEFAULT_BREAKDOWN_ITEMS = 64
+# Seconds py-spy samples the loading processes for (--py-spy).
+DEFAULT_PY_SPY_S = 3.0
 # 20 Hz: a run of a few seconds still gets dozens of CPU readings per process.
 DEFAULT_SAMPLE_INTERVAL_S = 0.05
 # How long a child may take to leave after it was asked to stop, before it is terminated.
@@ -46,6 +50,8 @@ class RunConfig:
     cwd: Path = field(default_factory=Path.cwd)
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
+    breakdown_items: int = 0  # >0: a breakdown run, timing this many samples step by step
+    py_spy_s: float = 0.0  # >0: sample the loading processes with py-spy this long (real mode)
 
     @property
     def requested_batches(self) -> int:

@@ -113,6 +113,7 @@ class EventKind(enum.Enum):
     ENV = "env"  # torch version, CUDA availability
     EXCEPTION = "exception"  # uncaught exception in the script
     END = "end"  # the child is leaving: why, and its exit code
+    BREAKDOWN = "breakdown"  # per-step loading time of a sample of items (the breakdown run)
 
 
 # Environment variable carrying the event channel's file descriptor to the child.
@@ -302,6 +303,9 @@ class RunResult:
     host_samples: tuple[HostSample, ...] = ()
     host_health: SamplerHealth | None = None
     gpu_health: SamplerHealth | None = None  # NVML fields that could not be read, and why
+    breakdown: Breakdown | None = None  # the breakdown run's measurement
+    memory_available_bytes: int | None = None  # memory free for new processes when the run started
+    profile: Profile | None = None  # py-spy samples of the loading processes, when asked for
     gpu_samples: tuple[GpuSample, ...] = ()
     gpu_unavailable: str | None = None  # why there are no GPU samples
     schedstat: bool = False  # the child could read its thread's run-queue time
@@ -375,6 +379,59 @@ class Recommendation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BreakdownStep:
+    """One step of loading a sample: a transform, the rest of ``__getitem__``, or collate."""
+
+    name: str
+    location: str  # where it sits: dataset.transform[2], dataset.__getitem__, loader.collate_fn
+    kind: str  # "transform", "getitem" (reading and decoding) or "collate"
+    ms_per_sample: float
+    share: float  # of the per-sample total; the shares add up to 1
+    input_size: str | None = None  # what the step was given first: "500x375 image", "3x224x224 tensor"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakdown:
+    """Where a sample's loading time goes, measured in-process on a sample of items."""
+
+    loader_id: int | None
+    items: int  # samples timed
+    threads: int  # torch threads while timing (1, as in DataLoader workers)
+    ms_per_sample: float | None  # the sum of the steps
+    steps: tuple[BreakdownStep, ...]  # largest first
+    unavailable: str | None = None  # why there are no steps
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileEntry:
+    function: str  # py-spy's frame: "function (file.py:line)"
+    share: float  # of all samples, as the innermost frame
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """py-spy's view of the loading processes during the real run."""
+
+    role: str  # "workers" or "main"
+    pids: tuple[int, ...]
+    samples: int
+    top: tuple[ProfileEntry, ...]  # by share of samples, largest first
+    unavailable: str | None = None  # why there is no profile
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchInfo:
+    """The training loader's first batch: what crosses from the workers to the training step."""
+
+    python_type: str
+    samples: int | None
+    bytes_per_batch: int
+    bytes_per_sample: float | None
+    pinned: bool | None  # every tensor pinned (None: no tensor, or unknown)
+    leaves: tuple[TensorLeaf, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SweepPoint:
     """One measured num_workers setting of a sweep (the run's full numbers are in ``runs``)."""
 
@@ -433,4 +490,7 @@ class Report:
     interrupted: bool = False
     reading: str | None = None  # a paragraph that reads the speedup ceiling (synthetic-compare)
     sweep: SweepResult | None = None
+    breakdown: Breakdown | None = None  # where a sample's loading time goes
+    batch: BatchInfo | None = None  # the training loader's first batch
+    profile: Profile | None = None  # py-spy: the loading processes' top functions (--py-spy)
     schema: str = SCHEMA

@@ -16,12 +16,13 @@ import fastload_cli
 from fastload_cli.analyzer import Analysis, analyze, current_workers, disturbed, sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for
-from fastload_cli.analyzer.metrics import primary_loader, summarize
+from fastload_cli.analyzer.metrics import describe_error, primary_loader, summarize
 from fastload_cli.analyzer.verdict import read_ceiling
-from fastload_cli.config import DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
     Bottleneck,
+    Breakdown,
     Environment,
     GpuDevice,
     Mode,
@@ -47,6 +48,7 @@ NO_LOADER_HINT = (
 class Outcome:
     runs: tuple[RunResult, ...]
     interrupted: bool
+    breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,8 @@ class Runner:
         """One run; measured again when other processes skewed it. ``first``: the run that must
         measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
+        if spec.mode is not Mode.REAL or config.breakdown_items:
+            config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
         if first:
             check_measurable(run, config.python)
@@ -186,6 +190,7 @@ class Diagnose:
 
     modes: Sequence[ModeSpec]
     max_workers: int | None
+    breakdown: bool = False  # time each loading step even when the verdict is not cpu
     _limits: sweep.Limits | None = field(default=None, init=False)
 
     def limits(self) -> sweep.Limits | None:
@@ -195,8 +200,16 @@ class Diagnose:
 
     def execute(self, runner: Runner) -> Outcome:
         outcome = run_modes(runner, self.modes)
-        if outcome.interrupted or self.max_workers is None:
+        if outcome.interrupted:
             return outcome
+        verdict = analyze(outcome.runs).verdict.bottleneck
+        if self.max_workers is not None:
+            outcome = self._sweep(runner, outcome)
+        if not outcome.interrupted and (self.breakdown or verdict is Bottleneck.CPU):
+            return run_breakdown(runner, outcome)
+        return outcome
+
+    def _sweep(self, runner: Runner, outcome: Outcome) -> Outcome:
         why_not = why_not_sweep(outcome.runs)
         if why_not is not None:
             if why_not != NOT_INPUT_BOUND:
@@ -209,6 +222,26 @@ class Diagnose:
             runner, base=replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
         )
         return run_sweep(short, limits, done=outcome.runs)
+
+
+def run_breakdown(runner: Runner, done: Outcome) -> Outcome:
+    """One more run of the script that times each loading step on a sample of items, in-process,
+    at the first DataLoader iteration, and ends there."""
+    runner.on_note(None, f"Timing each loading step on {DEFAULT_BREAKDOWN_ITEMS} samples (breakdown).")
+    config = replace(
+        runner.base.with_mode(ModeSpec(mode=Mode.REAL)), breakdown_items=DEFAULT_BREAKDOWN_ITEMS, py_spy_s=0.0
+    )
+    try:
+        run = run_mode(config, None, Observer())
+    except KeyboardInterrupt:
+        return replace(done, interrupted=True)
+    if run.status is RunStatus.INTERRUPTED:
+        return replace(done, interrupted=True)
+    found = run.breakdown
+    if found is None:
+        why = describe_error(run) or "the script did not iterate a DataLoader"
+        found = Breakdown(loader_id=None, items=0, threads=1, ms_per_sample=None, steps=(), unavailable=why)
+    return replace(done, breakdown=found)
 
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -348,4 +381,7 @@ def build_report(command: str, base: RunConfig, outcome: Outcome, analysis: Anal
         interrupted=outcome.interrupted,
         reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,
         sweep=analysis.facts.sweep,
+        breakdown=outcome.breakdown,
+        batch=analysis.facts.batch,
+        profile=next((r.profile for r in outcome.runs if r.spec.mode is Mode.REAL and r.profile), None),
     )

@@ -12,10 +12,12 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import STUCK_HINT, hint_for
-from fastload_cli.analyzer.metrics import primary_loader, summarize
+from fastload_cli.analyzer.metrics import percentile, primary_loader, primary_loader_id, steady_steps, summarize
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
+    BatchInfo,
+    Breakdown,
     Mode,
     Recommendation,
     RunResult,
@@ -35,10 +37,13 @@ class Analysis:
     facts: Facts
 
 
-def analyze(runs: Sequence[RunResult], limits: sweep.Limits | None = None) -> Analysis:
-    """``limits``: the sweep's limits, when the runs include a num_workers sweep."""
+def analyze(
+    runs: Sequence[RunResult], limits: sweep.Limits | None = None, breakdown: Breakdown | None = None
+) -> Analysis:
+    """``limits``: the sweep's limits, when the runs include a num_workers sweep; ``breakdown``:
+    the per-step loading times, when they were measured."""
     summaries = tuple(summarize(run) for run in runs)
-    facts = gather_facts(runs, summaries, limits or sweep.Limits())
+    facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
     verdict = decide(facts, caveats(runs, summaries))
     if facts.sweep is not None:
         verdict = replace(verdict, evidence=(*verdict.evidence, sweep_evidence(facts.sweep)))
@@ -111,7 +116,50 @@ def gather_facts(
         substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ())),
         disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
         sweep=_sweep(runs, summaries, limits or sweep.Limits()),
+        batch=batch_info(real_run) if real_run else None,
+        epoch_startup_s=epoch_startups(real_run) if real_run else (),
+        wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
+        wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
+        memory_available_bytes=real_run.memory_available_bytes if real_run else None,
     )
+
+
+def batch_info(run: RunResult) -> BatchInfo | None:
+    """The training loader's first batch: its tensors, bytes, and whether they were pinned."""
+    loader_id = primary_loader_id(run)
+    layout = next((lo for lo in run.layouts if lo.loader_id == loader_id), None)
+    first = next((b for b in run.batches if b.loader_id == loader_id), None)
+    if layout is None:
+        return None
+    nbytes = sum(leaf.nbytes for leaf in layout.leaves)
+    samples = first.samples if first is not None else None
+    pinned = [leaf.pinned for leaf in layout.leaves if leaf.device == "cpu"]
+    return BatchInfo(
+        python_type=layout.python_type,
+        samples=samples,
+        bytes_per_batch=nbytes,
+        bytes_per_sample=nbytes / samples if samples else None,
+        pinned=all(pinned) if pinned and None not in pinned else None,
+        leaves=layout.leaves,
+    )
+
+
+def epoch_startups(run: RunResult) -> tuple[float, ...]:
+    """Each epoch's start-up: from iter() to its first batch, for the training loader."""
+    loader_id = primary_loader_id(run)
+    first_batch: dict[int, int] = {}
+    for b in run.batches:
+        if b.loader_id == loader_id:
+            first_batch.setdefault(b.iterator_id, b.wait_end_ns)
+    return tuple(
+        (first_batch[it.iterator_id] - it.started_ns) / 1e9
+        for it in run.iterators
+        if it.loader_id == loader_id and it.iterator_id in first_batch
+    )
+
+
+def _wait_ms(run: RunResult, q: float) -> float | None:
+    return percentile([s.wait_ns / 1e6 for s in steady_steps(run)], q)
 
 
 def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[RunResult, RunSummary] | None:
@@ -200,6 +248,8 @@ def _missing_modes(runs: Sequence[RunResult]) -> list[str]:
 def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
     found = []
     for run in runs:
+        if run.profile is not None and run.profile.unavailable:
+            found.append(f"No py-spy profile of the loading processes: {run.profile.unavailable}.")
         if run.batches and not run.schedstat:
             found.append("Run-queue time is not readable here (/proc schedstat), so CPU contention is not counted.")
         if run.gpu_health is not None and run.gpu_samples:

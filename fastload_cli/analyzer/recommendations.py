@@ -145,7 +145,8 @@ def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
         detail=(
             f"The CPUs were {pct(real.system_cpu_busy_fraction)} busy, so more workers will not help. "
             "Decode at the size you train at (pre-resize images offline), cache decoded samples in RAM "
-            "when they fit, and move augmentation to the GPU."
+            "when they fit"
+            + (", and move augmentation to the GPU." if f.cuda_in_use else ", and make augmentation cheaper.")
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
@@ -195,11 +196,270 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
+def _workers(f: Facts) -> int:
+    return f.loader.num_workers if f.loader is not None else 0
+
+
+def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
+    """Workers for a dataset already in memory: every batch crosses processes for nothing."""
+    loader = f.loader
+    if loader is None or loader.num_workers == 0 or f.sweep is not None:
+        return None
+    in_memory = loader.dataset_type in th.IN_MEMORY_DATASETS
+    per_batch_ms = None
+    if f.breakdown is not None and f.breakdown.ms_per_sample is not None and loader.batch_size:
+        per_batch_ms = f.breakdown.ms_per_sample * loader.batch_size
+    if not in_memory and not (per_batch_ms is not None and per_batch_ms < th.WORKER_HANDOFF_MS):
+        return None
+    why = (
+        f"the dataset is a {loader.dataset_type}: its items are slices of tensors already in memory"
+        if in_memory
+        else f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
+    )
+    return Recommendation(
+        id="workers-are-overhead",
+        title=f"Load in the main process: num_workers=0 (now {loader.num_workers})",
+        detail=(
+            f"{why[0].upper()}{why[1:]}. Each worker batch is pickled, passed through shared memory and "
+            "unpickled, which costs more than building it. Change the loader to:\n"
+            "    DataLoader(dataset, ..., num_workers=0)\n"
+            "`fastload sweep-workers` measures both settings under your training step."
+        ),
+        expected_speedup=None,
+        measured=False,
+        evidence=(f"Dataset type: {loader.dataset_type}; num_workers={loader.num_workers}.",),
+    )
+
+
+def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
+    """Workers restarted every epoch, at a measurable cost."""
+    loader, real = f.loader, f.real
+    if loader is None or loader.num_workers == 0 or loader.persistent_workers or not f.epoch_startup_s:
+        return None
+    if real is None or real.throughput_batches_per_s is None or loader.dataset_len is None or not loader.batch_size:
+        return None
+    startup = sorted(f.epoch_startup_s)[len(f.epoch_startup_s) // 2]
+    epoch_s = (loader.dataset_len / loader.batch_size) / real.throughput_batches_per_s
+    if startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
+        return None
+    gain = (epoch_s + startup) / epoch_s
+    return Recommendation(
+        id="persistent-workers",
+        title="Keep the workers between epochs: persistent_workers=True",
+        detail=(
+            f"Starting the {loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
+            f"{100 * startup / epoch_s:.0f}% of an epoch's {epoch_s:.1f} s of steps; without persistent workers "
+            "every epoch pays it again. Change the loader to:\n"
+            f"    DataLoader(dataset, ..., num_workers={loader.num_workers}, persistent_workers=True)"
+        ),
+        expected_speedup=bounded(gain, v.speedup_ceiling) if v.speedup_ceiling is not None else gain,
+        measured=False,
+        evidence=(f"Worker start-up per epoch: {startup:.2f} s over {len(f.epoch_startup_s)} epoch(s).",),
+    )
+
+
+def pin_memory(f: Facts, v: Verdict) -> Recommendation | None:
+    """Training on CUDA from pageable host memory."""
+    loader = f.loader
+    if not f.cuda_in_use or loader is None or loader.pin_memory:
+        return None
+    size = f" ({gib(f.batch.bytes_per_batch)} per batch)" if f.batch is not None else ""
+    return Recommendation(
+        id="pin-memory",
+        title="Pin host memory and copy asynchronously: pin_memory=True, non_blocking=True",
+        detail=(
+            f"The script trains on CUDA, and its batches{size} come from pageable memory, so each copy to "
+            "the GPU is staged and blocks the host. Change the loader and the copy to:\n"
+            "    DataLoader(dataset, ..., pin_memory=True)\n"
+            "    images = images.cuda(non_blocking=True)"
+        ),
+        expected_speedup=None,
+        measured=False,
+        evidence=("pin_memory=False while training on CUDA.",),
+    )
+
+
+def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
+    """Spiky waits while the workers idle: a deeper queue smooths them."""
+    loader, real, p50, p90 = f.loader, f.real, f.wait_ms_p50, f.wait_ms_p90
+    if loader is None or loader.num_workers == 0 or real is None or p50 is None or p90 is None:
+        return None
+    busy = real.loader_busy_fraction
+    if busy is None or busy > th.LOADER_IDLE or p90 < th.WAIT_SPIKE_MIN_MS or p90 < th.WAIT_SPIKY_RATIO * max(p50, 0.1):
+        return None
+    factor = 2 * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
+    gain = None
+    if real.throughput_batches_per_s and real.data_wait_fraction is not None:
+        step_ms = 1000 / real.throughput_batches_per_s
+        spikes_ms = max(0.0, real.data_wait_fraction * step_ms - p50)
+        gain = step_ms / (step_ms - spikes_ms) if spikes_ms < step_ms else None
+    return Recommendation(
+        id="larger-prefetch-factor",
+        title=f"Prefetch deeper: prefetch_factor={factor}",
+        detail=(
+            f"Waits are spiky (median {p50:.1f} ms, 90th percentile {p90:.1f} ms) while the workers are busy only "
+            f"{pct(busy)} of the time: they can keep more batches ready. Change the loader to:\n"
+            f"    DataLoader(dataset, ..., num_workers={loader.num_workers}, prefetch_factor={factor})\n"
+            "`fastload sweep-workers --prefetch-factor 2,4,8` measures it."
+        ),
+        expected_speedup=bounded(gain, v.speedup_ceiling),
+        measured=False,
+        evidence=(f"Wait per step: median {p50:.1f} ms, p90 {p90:.1f} ms; workers busy {pct(busy)}.",),
+    )
+
+
+def _step_share(f: Facts, kind: str) -> float:
+    return sum(s.share for s in f.breakdown.steps if s.kind == kind) if f.breakdown is not None else 0.0
+
+
+def cache_in_ram(f: Facts, v: Verdict) -> Recommendation | None:
+    """Reading and decoding dominate, and the decoded dataset fits in memory."""
+    loader, found = f.loader, f.breakdown
+    share = _step_share(f, "getitem")
+    if not _input_bound(v) or found is None or share < th.BREAKDOWN_DOMINANT or loader is None:
+        return None
+    if loader.dataset_len is None or f.memory_available_bytes is None:
+        return None
+    per_sample = _decoded_bytes(f)
+    if per_sample is None:
+        return None
+    needed = per_sample * loader.dataset_len
+    if needed > th.RAM_CACHE_SHARE * f.memory_available_bytes:
+        return None
+    return Recommendation(
+        id="cache-decoded-samples",
+        title=f"Cache decoded samples in RAM: the dataset needs about {gib(needed)}",
+        detail=(
+            f"Reading and decoding take {pct(share)} of a sample's loading time (measured), and the "
+            f"{loader.dataset_len:,} decoded samples need about {gib(needed)} ({gib(per_sample)} each) of the "
+            f"{gib(f.memory_available_bytes)} free. Decode once, keep the results, and apply only the random "
+            "transforms per epoch, e.g.:\n"
+            "    self.cache = [decode(path) for path in self.paths]  # in __init__, or filled on first use"
+        ),
+        expected_speedup=bounded(1 / (1 - share) if share < 1 else None, v.speedup_ceiling),
+        measured=False,
+        evidence=(f"Breakdown: read and decode {pct(share)} of {found.ms_per_sample:.1f} ms per sample.",),
+    )
+
+
+def _decoded_bytes(f: Facts) -> float | None:
+    """Bytes of one decoded sample: the first step's input image, else the batch's bytes per sample."""
+    for step in f.breakdown.steps if f.breakdown is not None else ():
+        size = _pixels(step.input_size)
+        if size is not None:
+            return size * 3.0
+    return f.batch.bytes_per_sample if f.batch is not None else None
+
+
+def _pixels(input_size: str | None) -> int | None:
+    if not input_size or not input_size.endswith(" image"):
+        return None
+    try:
+        width, height = (int(v) for v in input_size.removesuffix(" image").split("x"))
+    except ValueError:
+        return None
+    return width * height
+
+
+def resize_offline(f: Facts, v: Verdict) -> Recommendation | None:
+    """The most expensive step resizes large images: resize them once, offline."""
+    found, batch = f.breakdown, f.batch
+    if found is None or not found.steps or batch is None or not _input_bound(v):
+        return None
+    top = next((s for s in found.steps if s.kind == "transform"), None)
+    if top is None or top is not found.steps[0] or "Resize" not in top.name:
+        return None
+    pixels = _pixels(top.input_size)
+    trained = max((leaf.shape[-1] * leaf.shape[-2] for leaf in batch.leaves if len(leaf.shape) >= 3), default=None)
+    if pixels is None or not trained or pixels < th.RESIZE_LARGE_FACTOR * trained:
+        return None
+    return Recommendation(
+        id="resize-offline",
+        title=f"Resize the images offline: {top.input_size}s are cut to {trained**0.5:.0f}px every epoch",
+        detail=(
+            f"{top.name.split('(')[0]} is the most expensive step ({pct(top.share)} of a sample's loading time, "
+            f"measured) and its inputs are {top.input_size}s, {pixels / trained:.0f}x the pixels the model trains on. "
+            "Store the dataset at about the training size (keeping some margin for random crops), e.g. with "
+            "PIL's Image.thumbnail once per file; decoding smaller files is faster too."
+        ),
+        expected_speedup=bounded(1 / (1 - top.share), v.speedup_ceiling),
+        measured=False,
+        evidence=(f"Breakdown: {top.name.split('(')[0]} {top.ms_per_sample:.2f} ms per sample ({pct(top.share)}).",),
+    )
+
+
+def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
+    """Augmentation dominates and the cores are full: on a CUDA machine, move it to the GPU."""
+    real = f.real
+    if not f.cuda_in_use or v.bottleneck is not Bottleneck.CPU or real is None:
+        return None
+    if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
+        return None
+    random_share = sum(
+        s.share for s in (f.breakdown.steps if f.breakdown else ()) if any(a in s.name for a in f.augmentations)
+    )
+    aug = f.aug_speedup
+    if random_share < th.BREAKDOWN_DOMINANT and (aug is None or aug < th.AUG_SPEEDUP_SIGNIFICANT):
+        return None
+    return Recommendation(
+        id="augmentation-on-gpu",
+        title="Move augmentation to the GPU (or NVIDIA DALI): the CPU cores are full",
+        detail=(
+            f"The CPUs were {pct(real.system_cpu_busy_fraction)} busy and augmentation is most of the loading work. "
+            "Load uint8 tensors in the workers and augment batches on the GPU:\n"
+            "    from torchvision.transforms import v2\n"
+            "    augment = v2.Compose([v2.RandomResizedCrop(224), v2.RandomHorizontalFlip(), v2.ColorJitter(0.4)])\n"
+            "    images = augment(images.cuda(non_blocking=True))\n"
+            "Kornia and NVIDIA DALI do the same, DALI including JPEG decoding."
+        ),
+        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
+        measured=False,
+        evidence=tuple(line for line in v.evidence if "busy" in line or "no-aug" in line),
+    )
+
+
+def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
+    """Float32 images built on the CPU and copied to the GPU: send uint8, normalise on the device."""
+    batch = f.batch
+    if not f.cuda_in_use or batch is None:
+        return None
+    images = [
+        leaf
+        for leaf in batch.leaves
+        if leaf.dtype in ("torch.float32", "float32") and len(leaf.shape) == 4 and leaf.shape[1] in (1, 3)
+    ]
+    if not images:
+        return None
+    saved = sum(leaf.nbytes for leaf in images) * 3 // 4
+    return Recommendation(
+        id="uint8-transfer",
+        title=f"Send uint8 images and normalise on the GPU: {gib(saved)} less to copy per step",
+        detail=(
+            "The batch's images are float32, made on the CPU: four bytes per pixel channel cross to the GPU "
+            "where one would do, and the CPU spends time converting. Keep them uint8 in the dataset "
+            "(drop ToTensor/Normalize) and convert on the device:\n"
+            "    images = images.cuda(non_blocking=True).float().div_(255)\n"
+            "    images = (images - mean) / std  # mean, std as CUDA tensors"
+        ),
+        expected_speedup=None,
+        measured=False,
+        evidence=(f"Batch images: {', '.join(f'{leaf.dtype} {list(leaf.shape)}' for leaf in images)}.",),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     measured_workers,
     cheaper_augmentation,
     more_workers,
+    in_memory_without_workers,
     cheaper_samples,
+    augmentation_to_gpu,
+    cache_in_ram,
+    resize_offline,
+    persistent_workers,
+    larger_prefetch,
+    pin_memory,
+    uint8_transfer,
     hide_storage_latency,
     step_is_the_limit,
 )

@@ -97,3 +97,24 @@ DEFAULT_PREFETCH_FACTOR = 2
 # A sweep point measures at least this many batches per worker, so every worker delivers several
 # times within the window (workers deliver in bursts, one batch each).
 SWEEP_ROUNDS = 3
+
+# -- Recommendation rules that rest on the breakdown, the batch and the epochs --------------------
+
+# Share of a sample's loading time at or above which one part "dominates" (read/decode for RAM
+# caching, augmentation for moving it to the GPU).
+BREAKDOWN_DOMINANT = 0.5
+# A decoded dataset is worth caching in RAM when it needs at most this share of the free memory.
+RAM_CACHE_SHARE = 0.5
+# A resize whose input has at least this many times the pixels of the batch's images is resizing
+# large images: doing it once, offline, saves decoding and resizing them every epoch.
+RESIZE_LARGE_FACTOR = 4.0
+# Per-epoch worker start-up at or above this share of an epoch's loading time is worth keeping
+# the workers alive between epochs (persistent_workers=True).
+STARTUP_NOTABLE_SHARE = 0.05
+# Waits are spiky when the 90th-percentile wait is this many times the median (and workers idle):
+# a deeper prefetch queue absorbs the spikes.
+WAIT_SPIKY_RATIO = 4.0
+# ...and the spikes are worth it only from this many milliseconds on.
+WAIT_SPIKE_MIN_MS = 2.0
+# Datasets whose items are slices of tensors already in memory: workers only add handoff cost.
+IN_MEMORY_DATASETS = frozenset({"TensorDataset", "StackDataset"})

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.records import Bottleneck, LoaderInfo, RunSummary, SweepResult, Verdict
+from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, LoaderInfo, RunSummary, SweepResult, Verdict
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +32,12 @@ class Facts:
     substituted: tuple[str, ...] = ()  # what no-aug actually replaced
     disturbed: bool = False  # other processes took a large share of the CPU during a compared run
     sweep: SweepResult | None = None  # a num_workers sweep, when one ran
+    breakdown: Breakdown | None = None  # where a sample's loading time goes, when it was timed
+    batch: BatchInfo | None = None  # the training loader's first batch
+    epoch_startup_s: tuple[float, ...] = ()  # real run: iter() to first batch, for each epoch
+    wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
+    wait_ms_p90: float | None = None
+    memory_available_bytes: int | None = None  # free memory when the real run started
 
     @property
     def ceiling(self) -> float | None:

@@ -12,7 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from fastload_cli.records import (
+    BatchInfo,
     Bottleneck,
+    Breakdown,
+    Profile,
     Recommendation,
     Report,
     RunStatus,
@@ -34,6 +37,7 @@ VERDICT_STYLE = {
 }
 MAX_SUBSTITUTIONS = 12
 CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
+BREAKDOWN_WIDTH = 30  # characters of a breakdown bar at a 100% share
 
 
 def render(report: Report) -> RenderableType:
@@ -45,6 +49,12 @@ def render(report: Report) -> RenderableType:
         parts.extend([Text(""), Padding(Text(report.reading), (0, 0, 0, 1))])
     if report.sweep is not None:
         parts.extend(_sweep(report.sweep, report.runs))
+    if report.breakdown is not None:
+        parts.extend(_breakdown(report.breakdown))
+    if report.profile is not None and report.profile.top:
+        parts.extend(_profile(report.profile))
+    if report.batch is not None:
+        parts.extend(_batch(report.batch))
     parts.extend(_section("Evidence", [Text(line) for line in report.verdict.evidence]))
     parts.extend(_section("Recommendations", [_recommendation(i, r) for i, r in enumerate(report.recommendations, 1)]))
     parts.extend(_section("Substitutions (no-aug)", _substitutions(report.substitutions)))
@@ -148,6 +158,56 @@ def _chart(points: tuple[SweepPoint, ...]) -> Table:
         label = str(point.workers) + (f" {point.variant}" if point.variant else "")
         chart.add_row(label, Text.assemble((bar, "cyan"), f" {_num(rate, '/s')}" if rate else " failed"))
     return chart
+
+
+def _breakdown(found: Breakdown) -> list[RenderableType]:
+    """Per-sample milliseconds of each loading step, largest first, with its share as a bar."""
+    title = "Where a sample's loading time goes"
+    if found.unavailable or found.ms_per_sample is None:
+        return [
+            Text(""),
+            Text(title, style="bold underline"),
+            Text(f"  not measured: {found.unavailable}", style="dim"),
+        ]
+    table = Table.grid(padding=(0, 1))
+    for justify in ("right", "right", "left", "left"):
+        table.add_column(justify=justify, no_wrap=justify == "right")
+    for step in found.steps:
+        bar = "█" * round(BREAKDOWN_WIDTH * step.share)
+        name = _short(step.name) + (f" [{step.input_size}]" if step.input_size and "Resize" in step.name else "")
+        table.add_row(_ms(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
+    threads = "one torch thread, as in a DataLoader worker" if found.threads == 1 else f"{found.threads} torch threads"
+    note = Text(
+        f"{_ms(found.ms_per_sample)} per sample in all, timed on {found.items} samples in one process ({threads}).",
+        style="dim",
+    )
+    return [Text(""), Text(title, style="bold underline"), Padding(table, (0, 0, 0, 2)), Padding(note, (0, 0, 0, 2))]
+
+
+def _profile(profile: Profile) -> list[RenderableType]:
+    """py-spy's top functions in the loading processes, by share of samples."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column()
+    for entry in profile.top:
+        table.add_row(f"{100 * entry.share:.0f}%", _short(entry.function, 90))
+    who = "the DataLoader workers" if profile.role == "workers" else "the main process (it loads the data)"
+    title = f"Where {who} spent their time (py-spy, {profile.samples} samples)"
+    return [Text(""), Text(title, style="bold underline"), Padding(table, (0, 0, 0, 2))]
+
+
+def _batch(batch: BatchInfo) -> list[RenderableType]:
+    leaves = ", ".join(f"{leaf.path or 'batch'} {leaf.dtype} {list(leaf.shape)}" for leaf in batch.leaves[:4])
+    if len(batch.leaves) > 4:
+        leaves += f", ... ({len(batch.leaves)} tensors)"
+    per_sample = f", {_bytes(int(batch.bytes_per_sample))} per sample" if batch.bytes_per_sample else ""
+    pinned = {True: "pinned", False: "not pinned", None: "pinning unknown"}[batch.pinned]
+    text = f"{batch.python_type}: {leaves}; {_bytes(batch.bytes_per_batch)} per batch{per_sample}; {pinned}."
+    return [Text(""), Text("Batch", style="bold underline"), Padding(Text(text), (0, 0, 0, 2))]
+
+
+def _short(text: str, limit: int = 70) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _point_label(point: SweepPoint, result: SweepResult) -> Text:

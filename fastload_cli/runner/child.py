@@ -113,7 +113,7 @@ def run_script(channel: hooks.Channel, script_file: str) -> tuple[StopReason, in
     try:
         exec_as_main(script_file)
         return StopReason.SCRIPT_ENDED, 0
-    except StopRun:
+    except (StopRun, hooks.MeasurementDone):
         return StopReason.ENOUGH_BATCHES, 0
     except SystemExit as exc:
         return StopReason.SCRIPT_ENDED, _exit_code(exc)

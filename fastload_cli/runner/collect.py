@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 from fastload_cli.records import (
     BatchLayout,
     BatchRecord,
+    Breakdown,
+    BreakdownStep,
     ChildEnv,
     EventKind,
     IteratorInfo,
@@ -36,6 +38,7 @@ class EventCollector:
     end_exit_code: int | None = None
     end_ns: int | None = None
     schedstat: bool = False
+    breakdown: Breakdown | None = None
     hello: bool = False
     malformed: int = 0
     _per_loader: Counter[int] = field(default_factory=Counter)
@@ -106,10 +109,41 @@ class EventCollector:
     def _on_exception(self, e: dict[str, Any]) -> None:
         self.error = build(ScriptError, e)
 
+    def _on_breakdown(self, e: dict[str, Any]) -> None:
+        self.breakdown = breakdown_record(e)
+
     def _on_end(self, e: dict[str, Any]) -> None:
         self.end_reason = StopReason(e["reason"])
         self.end_exit_code = e["exit_code"]
         self.end_ns = e["t_ns"]
+
+
+def breakdown_record(e: dict[str, Any]) -> Breakdown:
+    """The BREAKDOWN event as a record: milliseconds per sample and shares, largest first."""
+    raw = e.get("steps") or []
+    total_ns = sum(float(step["ns_per_sample"]) for step in raw)
+    steps = sorted(
+        (
+            BreakdownStep(
+                name=str(step["name"]),
+                location=str(step["location"]),
+                kind=str(step["kind"]),
+                ms_per_sample=float(step["ns_per_sample"]) / 1e6,
+                share=float(step["ns_per_sample"]) / total_ns if total_ns > 0 else 0.0,
+                input_size=step.get("input_size"),
+            )
+            for step in raw
+        ),
+        key=lambda step: -step.ms_per_sample,
+    )
+    return Breakdown(
+        loader_id=e.get("loader_id"),
+        items=int(e.get("items", 0)),
+        threads=int(e.get("threads", 1)),
+        ms_per_sample=total_ns / 1e6 if raw else None,
+        steps=tuple(steps),
+        unavailable=e.get("unavailable"),
+    )
 
 
 R = TypeVar("R")
@@ -138,4 +172,5 @@ _HANDLERS = {
     EventKind.ENV: EventCollector._on_env,
     EventKind.EXCEPTION: EventCollector._on_exception,
     EventKind.END: EventCollector._on_end,
+    EventKind.BREAKDOWN: EventCollector._on_breakdown,
 }

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import EventKind, Mode
-from fastload_cli.runner import transforms
+from fastload_cli.runner import breakdown, transforms
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
@@ -79,11 +79,13 @@ class ChildOptions:
     drop_transforms: tuple[str, ...] = ()
     prefetch_factor: int | None = None
     pin_memory: bool | None = None
+    breakdown: int = 0  # >0: time this many samples of the first loader iterated, step by step, then end
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "mode": self.mode,
+                "breakdown": self.breakdown,
                 "workers": self.workers,
                 "prefetch_factor": self.prefetch_factor,
                 "pin_memory": self.pin_memory,
@@ -101,6 +103,7 @@ class ChildOptions:
             workers=raw["workers"],
             prefetch_factor=raw.get("prefetch_factor"),
             pin_memory=raw.get("pin_memory"),
+            breakdown=raw.get("breakdown", 0),
             warmup=raw["warmup"],
             keep_transforms=tuple(raw["keep_transforms"]),
             drop_transforms=tuple(raw["drop_transforms"]),
@@ -395,6 +398,8 @@ class Hooks:
         def __iter__(loader: Any) -> Any:
             started = time.monotonic_ns()
             state = getattr(loader, "_fastload_state", None)
+            if hooks.options.breakdown and state is not None:
+                hooks._break_down(loader, state)
             if state is not None and state.cache_ready:  # synthetic: no workers, no loading
                 iterator: Any = ReplayIterator(_safe_len(loader))
             else:
@@ -418,6 +423,16 @@ class Hooks:
 
         __iter__.__wrapped__ = original  # type: ignore[attr-defined]
         return __iter__
+
+    def _break_down(self, loader: Any, state: LoaderState) -> None:
+        """The breakdown run: time the first loader iterated, step by step, before any worker
+        starts, report it, and end the script."""
+        try:
+            fields = breakdown.measure(loader, self.options.breakdown, sys.modules["torch"])
+        except Exception as exc:  # the dataset resisted being timed: say so
+            fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
+        self.channel.emit(EventKind.BREAKDOWN, loader_id=state.loader_id, **fields)
+        raise MeasurementDone
 
     # -- a subclass's own __iter__ ---------------------------------------------------------
 
@@ -559,6 +574,10 @@ class Hooks:
         except Exception:  # describing the batch is a nicety, never worth breaking the script
             leaves = []
         self.channel.emit(EventKind.LAYOUT, loader_id=loader_id, python_type=type(batch).__qualname__, leaves=leaves)
+
+
+class MeasurementDone(BaseException):
+    """Raised in the script's main thread when a measurement pass has what it came for."""
 
 
 _outer_calls = threading.local()  # inside an overriding __iter__ being timed, per thread

@@ -19,7 +19,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -40,7 +40,8 @@ from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.hooks import ChildOptions
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
-from fastload_cli.samplers.host import HostSampler, cpu_count
+from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count
+from fastload_cli.samplers.pyspy import PySpy
 
 HostReadings = tuple[tuple[HostSample, ...], SamplerHealth]
 GpuReadings = tuple[tuple[GpuSample, ...], SamplerHealth]
@@ -65,6 +66,7 @@ def child_command(config: RunConfig) -> list[str]:
         workers=config.spec.workers,
         prefetch_factor=config.spec.prefetch_factor,
         pin_memory=config.spec.pin_memory,
+        breakdown=config.breakdown_items,
         warmup=config.warmup,
         keep_transforms=config.keep_transforms,
         drop_transforms=config.drop_transforms,
@@ -84,6 +86,8 @@ class _Run:
         self.run_id = run_id
         self.started_ns = time.monotonic_ns()
         self.started_cpu_s = time.process_time()  # fastload's own CPU, all threads
+        self.memory_available = available_memory()
+        self.pyspy = PySpy(config.py_spy_s) if config.py_spy_s > 0 else None
         self.stop_reason: StopReason | None = None
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
@@ -147,10 +151,19 @@ class _Run:
             elif event["kind"] == "end":
                 self.end_seen_at = time.monotonic()
         done = self.collector.most_batches()
+        if self.pyspy is not None and not self.pyspy.started and done >= max(self.config.warmup, 1):
+            self._profile_loading()
         if self.observer.on_batches is not None:
             self.observer.on_batches(done, self.config.requested_batches)
         if done >= self.config.requested_batches and self.stop_asked_at is None:
             self.ask_stop(StopReason.ENOUGH_BATCHES)
+
+    def _profile_loading(self) -> None:
+        """Start py-spy on the processes that load: the current epoch's workers, or the script's
+        own process when it loads in the main process."""
+        assert self.pyspy is not None
+        workers = next((list(it.worker_pids) for it in reversed(self.collector.iterators) if it.worker_pids), [])
+        self.pyspy.start(workers or [self.proc.pid], "workers" if workers else "main")
 
     def _on_output(self, data: bytes) -> None:
         self.tail.extend(data)
@@ -208,9 +221,11 @@ class _Run:
             host_health=host[1],
             gpu_samples=gpu_samples,
             gpu_health=gpu_health,
+            breakdown=c.breakdown,
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,
             profiler_cpu_s=time.process_time() - self.started_cpu_s,
+            memory_available_bytes=self.memory_available,
         )
 
     def _status(self) -> tuple[RunStatus, StopReason]:
@@ -255,11 +270,14 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
         with _ignoring_interrupts():
             host = run.host.stop()
             gpu = run.gpu.stop() if run.gpu is not None else None
+            if run.pyspy is not None and run.interrupted:
+                run.pyspy.kill()
+            profile = run.pyspy.stop() if run.pyspy is not None else None
             if run.stop_asked_at is None and run.proc.poll() is None:
                 run.ask_stop(StopReason.INTERRUPTED)
                 _wait(run.proc, config.stop_grace_s)
             run.finish()
-    return run.result(host, gpu)
+    return replace(run.result(host, gpu), profile=profile)
 
 
 # --------------------------------------------------------------------------------------------

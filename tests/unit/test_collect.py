@@ -47,3 +47,30 @@ def test_env_merges_and_end_is_recorded() -> None:
     c.feed(line(kind="end", reason="script-ended", exit_code=3, t_ns=9))
     assert c.env.torch == "2.14.1" and c.env.cuda_available is True
     assert c.end_reason is StopReason.SCRIPT_ENDED and c.end_exit_code == 3
+
+
+def test_a_breakdown_event_becomes_shares_that_add_up_largest_first() -> None:
+    collector = EventCollector()
+    steps = [
+        {"name": "Normalize", "location": "dataset.transform[2]", "kind": "transform", "ns_per_sample": 1e6},
+        {"name": "ColorJitter", "location": "dataset.transform[1]", "kind": "transform", "ns_per_sample": 6e6},
+        {"name": "read and decode", "location": "dataset.__getitem__", "kind": "getitem", "ns_per_sample": 2e6},
+        {"name": "collate", "location": "loader.collate_fn", "kind": "collate", "ns_per_sample": 1e6},
+    ]
+    collector.feed(line(kind="breakdown", loader_id=1, items=64, threads=1, steps=steps))
+    found = collector.breakdown
+    assert found is not None
+    assert [s.name for s in found.steps] == ["ColorJitter", "read and decode", "Normalize", "collate"]
+    assert found.ms_per_sample == 10.0
+    assert sum(s.share for s in found.steps) == 1.0
+    assert found.steps[0].share == 0.6
+
+
+def test_a_breakdown_that_could_not_be_made_says_why() -> None:
+    collector = EventCollector()
+    collector.feed(
+        line(kind="breakdown", loader_id=1, unavailable="an IterableDataset has no items to load one by one")
+    )
+    assert collector.breakdown is not None
+    assert collector.breakdown.steps == () and collector.breakdown.ms_per_sample is None
+    assert collector.breakdown.unavailable.startswith("an IterableDataset")

@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastload_cli"
 EVERYTHING = {"records", "errors", "config", "samplers", "runner", "analyzer", "reporters", "session", "examples"}
-CHILD_SIDE = {"records", "runner.child", "runner.hooks", "runner.transforms"}
+CHILD_SIDE = {"records", "runner.child", "runner.hooks", "runner.transforms", "runner.breakdown"}
 
 # module (or component) -> fastload components it may import
 ALLOWED: dict[str, set[str]] = {
@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.child": CHILD_SIDE,
     "runner.hooks": CHILD_SIDE,
     "runner.transforms": CHILD_SIDE,
+    "runner.breakdown": CHILD_SIDE,
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
     "analyzer": {"records", "config"},

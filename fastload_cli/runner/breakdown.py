@@ -1,0 +1,196 @@
+"""Inside the child: where a sample's loading time goes, step by step.
+
+Every transform pipeline found in the training loader's dataset (and the datasets it wraps) is
+instrumented in place: each step of a ``Compose`` (nested ones step by step; ``RandomApply`` and
+``RandomChoice`` as one step each) and each plain callable gets a timer. Then a sample of items
+is loaded with ``dataset[i]`` in this process, under the conditions workers run them (one torch
+thread when the loader has workers), and collated in batches as the loader would. What
+``__getitem__`` spent outside the timed steps is its own work: reading and decoding. The
+pipelines are restored before the script goes on (it does not: the breakdown run ends here).
+
+Only the stdlib is imported; torch is reached through the loader it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastload_cli.runner import transforms
+
+# Containers whose steps are timed one by one (RandomApply / RandomChoice are timed whole: their
+# cost includes how often they apply).
+STEP_CONTAINERS = frozenset({"Compose", "Sequential"})
+GETITEM_NAME = "read and decode (rest of __getitem__)"
+COLLATE_NAME = "collate"
+
+
+@dataclass(slots=True)
+class Timer:
+    """A transform step with a stopwatch: calls the step and adds up the time it took."""
+
+    step: Any
+    name: str
+    location: str
+    ns: int = 0
+    calls: int = 0
+    input_size: str | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.input_size is None and args:
+            self.input_size = _size_of(args[0])
+        start = time.perf_counter_ns()
+        try:
+            return self.step(*args, **kwargs)
+        finally:
+            self.ns += time.perf_counter_ns() - start
+            self.calls += 1
+
+    def __getattr__(self, name: str) -> Any:  # code that inspects its transforms still works
+        return getattr(self.step, name)
+
+
+@dataclass(slots=True)
+class Instrumented:
+    timers: list[Timer] = field(default_factory=list)
+    undo: list[tuple[Any, str, Any]] = field(default_factory=list)  # (object, attribute, original)
+
+    def restore(self) -> None:
+        for owner, attr, original in reversed(self.undo):
+            with contextlib.suppress(Exception):  # best effort: the breakdown run ends right after
+                setattr(owner, attr, original)
+
+
+def instrument(dataset: Any) -> Instrumented:
+    """Put timers on every transform step of ``dataset`` and the datasets inside it."""
+    found = Instrumented()
+    for location, owner in [("dataset", dataset), *transforms.nested_datasets(dataset)]:
+        for attr in transforms.pipeline_attrs(owner):
+            pipeline = getattr(owner, attr, None)
+            if pipeline is None or not callable(pipeline) or type(pipeline).__name__ == "StandardTransform":
+                continue
+            where = f"{location}.{attr}"
+            if _is_container(pipeline):
+                _time_steps(pipeline, where, found)
+            else:
+                timer = Timer(pipeline, transforms.describe(pipeline), where)
+                found.timers.append(timer)
+                found.undo.append((owner, attr, pipeline))
+                setattr(owner, attr, timer)
+        _rebuild_standard_transform(owner, found)
+    return found
+
+
+def _is_container(obj: Any) -> bool:
+    return type(obj).__name__ in STEP_CONTAINERS and isinstance(getattr(obj, "transforms", None), list)
+
+
+def _time_steps(container: Any, location: str, found: Instrumented, depth: int = 0) -> None:
+    steps = container.transforms
+    found.undo.append((container, "transforms", list(steps)))
+    timed = []
+    for i, step in enumerate(steps):
+        where = f"{location}[{i}]"
+        if _is_container(step) and depth < transforms.MAX_DEPTH:
+            _time_steps(step, where, found, depth + 1)
+            timed.append(step)
+            continue
+        timer = Timer(step, transforms.describe(step), where)
+        found.timers.append(timer)
+        timed.append(timer)
+    container.transforms = timed
+
+
+def _rebuild_standard_transform(dataset: Any, found: Instrumented) -> None:
+    """torchvision's VisionDataset applies ``self.transforms``, built from ``transform`` and
+    ``target_transform`` at construction: rebuild it so the timed ``transform`` is the one used."""
+    standard: Any = getattr(dataset, "transforms", None)
+    if type(standard).__name__ != "StandardTransform":
+        return
+    try:
+        rebuilt = type(standard)(getattr(dataset, "transform", None), getattr(dataset, "target_transform", None))
+    except Exception:
+        return
+    found.undo.append((dataset, "transforms", standard))
+    dataset.transforms = rebuilt
+
+
+def measure(loader: Any, items: int, torch: Any) -> dict[str, Any]:
+    """Time ``items`` samples of ``loader``'s dataset, step by step; the BREAKDOWN event's fields."""
+    dataset = loader.dataset
+    if loader._dataset_kind == 1:
+        return {"unavailable": "an IterableDataset has no items to load one by one"}
+    try:
+        length = len(dataset)
+    except TypeError:
+        return {"unavailable": "the dataset has no length"}
+    if length == 0:
+        return {"unavailable": "the dataset is empty"}
+    indices = sorted({int(i * length / items) for i in range(min(items, length))})
+    threads = torch.get_num_threads()
+    one_thread = loader.num_workers > 0  # workers run with one torch thread
+    found = instrument(dataset)
+    loaded, total_ns = [], 0
+    try:
+        if one_thread:
+            torch.set_num_threads(1)
+        for index in indices:
+            start = time.perf_counter_ns()
+            loaded.append(dataset[index])
+            total_ns += time.perf_counter_ns() - start
+        collate_ns, collated = _collate(loader, loaded)
+    finally:
+        found.restore()
+        if one_thread:
+            torch.set_num_threads(threads)
+    n = len(indices)
+    steps = [
+        {
+            "name": t.name,
+            "location": t.location,
+            "kind": "transform",
+            "ns_per_sample": t.ns / n,
+            "input_size": t.input_size,
+        }
+        for t in found.timers
+    ]
+    inside = sum(t.ns for t in found.timers)
+    rest = max(0, total_ns - inside) / n
+    steps.append({"name": GETITEM_NAME, "location": "dataset.__getitem__", "kind": "getitem", "ns_per_sample": rest})
+    if collated:
+        per_sample = collate_ns / collated
+        steps.append(
+            {"name": COLLATE_NAME, "location": "loader.collate_fn", "kind": "collate", "ns_per_sample": per_sample}
+        )
+    return {"items": n, "threads": 1 if one_thread else threads, "steps": steps}
+
+
+def _collate(loader: Any, loaded: list[Any]) -> tuple[int, int]:
+    """Collate the loaded items in batches of the loader's size: (time, samples collated)."""
+    size = loader.batch_size if loader._auto_collation else None
+    if not size or not loaded:
+        return 0, 0
+    spent, done = 0, 0
+    for start in range(0, len(loaded), size):
+        chunk = loaded[start : start + size]
+        began = time.perf_counter_ns()
+        loader.collate_fn(chunk)
+        spent += time.perf_counter_ns() - began
+        done += len(chunk)
+    return spent, done
+
+
+def _size_of(value: Any) -> str | None:
+    """A short description of a step's input: an image's size or a tensor's shape."""
+    size = getattr(value, "size", None)
+    if isinstance(size, tuple) and len(size) == 2 and all(isinstance(v, int) for v in size):
+        return f"{size[0]}x{size[1]} image"  # PIL: (width, height)
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        try:
+            return "x".join(str(int(d)) for d in shape) + " tensor"
+        except (TypeError, ValueError):
+            return None
+    return None

@@ -1,0 +1,243 @@
+"""The rules that rest on the breakdown, the batch, the epochs and the waits: each fires when its
+measured condition holds, stays silent when it does not, and never suggests a setting that is
+meaningless for the loader as configured."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer import recommendations as rec
+from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.records import BatchInfo, Breakdown, BreakdownStep, TensorLeaf
+from tests.unit import builders as b
+
+GIB = 2**30
+
+
+def step(name: str, share: float, kind: str = "transform", input_size: str | None = None) -> BreakdownStep:
+    return BreakdownStep(
+        name=name,
+        location="dataset.transform[0]",
+        kind=kind,
+        ms_per_sample=10 * share,
+        share=share,
+        input_size=input_size,
+    )
+
+
+def breakdown(*steps: BreakdownStep) -> Breakdown:
+    return Breakdown(loader_id=1, items=64, threads=1, ms_per_sample=10.0, steps=steps)
+
+
+def images(dtype: str = "torch.float32", side: int = 224) -> BatchInfo:
+    leaf = TensorLeaf(
+        path="[0]", dtype=dtype, shape=(32, 3, side, side), nbytes=32 * 3 * side * side * 4, pinned=False, device="cpu"
+    )
+    return BatchInfo(
+        python_type="list",
+        samples=32,
+        bytes_per_batch=leaf.nbytes,
+        bytes_per_sample=leaf.nbytes / 32,
+        pinned=False,
+        leaves=(leaf,),
+    )
+
+
+def facts(
+    *,
+    workers: int = 2,
+    wait: float = 0.5,
+    busy: float = 0.9,
+    system: float = 0.5,
+    cuda: bool = False,
+    **extra: object,
+) -> Facts:
+    loader = dataclasses.replace(b.loader(num_workers=workers), **extra.pop("loader", {}))  # type: ignore[arg-type]
+    base = Facts(
+        real=b.summary(wait=wait, busy=busy, system=system, workers=workers),
+        synthetic=b.summary("synthetic", throughput=300.0),
+        loader=loader,
+        cpu_count=8,
+        cuda_in_use=cuda,
+    )
+    return dataclasses.replace(base, **extra)
+
+
+def fire(rule, f: Facts):
+    return rule(f, decide(f))
+
+
+# -- workers-are-overhead -----------------------------------------------------------------------
+
+
+def test_workers_on_an_in_memory_tensor_dataset_are_overhead() -> None:
+    found = fire(rec.in_memory_without_workers, facts(loader={"dataset_type": "TensorDataset"}))
+    assert found is not None and found.id == "workers-are-overhead"
+    assert "num_workers=0" in found.detail and found.evidence
+
+
+def test_a_batch_cheaper_than_its_handoff_is_overhead_too() -> None:
+    cheap = breakdown(step("read and decode (rest of __getitem__)", 1.0, "getitem"))
+    cheap = dataclasses.replace(cheap, ms_per_sample=0.01)  # 0.32 ms per 32-sample batch
+    assert fire(rec.in_memory_without_workers, facts(breakdown=cheap)) is not None
+
+
+def test_no_worker_advice_without_workers_or_for_costly_datasets() -> None:
+    assert fire(rec.in_memory_without_workers, facts(workers=0, loader={"dataset_type": "TensorDataset"})) is None
+    assert fire(rec.in_memory_without_workers, facts()) is None  # an ordinary dataset, nothing timed
+
+
+# -- persistent-workers -------------------------------------------------------------------------
+
+
+def test_workers_restarted_every_epoch_at_a_cost() -> None:
+    # 10,000 samples / 32 = 312 batches at 100/32 batches/s: about 100 s per epoch; 8 s start-up
+    found = fire(rec.persistent_workers, facts(epoch_startup_s=(8.0, 8.5, 7.5)))
+    assert found is not None and "persistent_workers=True" in found.detail
+    assert found.expected_speedup is not None and found.expected_speedup > 1.0
+
+
+def test_persistent_workers_silent_when_cheap_already_set_or_without_workers() -> None:
+    assert fire(rec.persistent_workers, facts(epoch_startup_s=(0.2,))) is None
+    assert fire(rec.persistent_workers, facts(epoch_startup_s=(8.0,), loader={"persistent_workers": True})) is None
+    assert fire(rec.persistent_workers, facts(workers=0, epoch_startup_s=(8.0,))) is None
+
+
+# -- pin-memory ---------------------------------------------------------------------------------
+
+
+def test_pin_memory_only_when_training_on_cuda_without_it() -> None:
+    found = fire(rec.pin_memory, facts(cuda=True, batch=images()))
+    assert found is not None and "pin_memory=True" in found.detail and "non_blocking=True" in found.detail
+    assert fire(rec.pin_memory, facts(cuda=False)) is None
+    assert fire(rec.pin_memory, facts(cuda=True, loader={"pin_memory": True})) is None
+
+
+# -- larger-prefetch-factor ---------------------------------------------------------------------
+
+
+def test_spiky_waits_with_idle_workers_ask_for_a_deeper_queue() -> None:
+    found = fire(rec.larger_prefetch, facts(busy=0.2, wait_ms_p50=0.5, wait_ms_p90=40.0))
+    assert found is not None and "prefetch_factor=4" in found.detail
+
+
+def test_no_prefetch_advice_for_busy_workers_steady_waits_or_no_workers() -> None:
+    assert fire(rec.larger_prefetch, facts(busy=0.9, wait_ms_p50=0.5, wait_ms_p90=40.0)) is None
+    assert fire(rec.larger_prefetch, facts(busy=0.2, wait_ms_p50=20.0, wait_ms_p90=30.0)) is None
+    assert fire(rec.larger_prefetch, facts(workers=0, busy=0.2, wait_ms_p50=0.5, wait_ms_p90=40.0)) is None
+
+
+# -- cache-decoded-samples ----------------------------------------------------------------------
+
+
+def test_cache_in_ram_when_decoding_dominates_and_it_fits() -> None:
+    found = fire(
+        rec.cache_in_ram,
+        facts(
+            breakdown=breakdown(
+                step("read and decode (rest of __getitem__)", 0.7, "getitem"),
+                step("Resize", 0.3, input_size="500x400 image"),
+            ),
+            memory_available_bytes=16 * GIB,
+        ),
+    )
+    assert found is not None
+    assert "5.6 GiB" in found.title  # 10,000 samples x 500 x 400 x 3 bytes
+
+
+def test_no_cache_when_it_does_not_fit_or_decoding_is_cheap() -> None:
+    heavy = breakdown(
+        step("read and decode (rest of __getitem__)", 0.7, "getitem"), step("Resize", 0.3, input_size="500x400 image")
+    )
+    assert fire(rec.cache_in_ram, facts(breakdown=heavy, memory_available_bytes=4 * GIB)) is None
+    light = breakdown(step("read and decode (rest of __getitem__)", 0.2, "getitem"), step("ColorJitter", 0.8))
+    assert fire(rec.cache_in_ram, facts(breakdown=light, memory_available_bytes=64 * GIB)) is None
+
+
+# -- resize-offline -----------------------------------------------------------------------------
+
+
+def test_resizing_large_images_first_in_the_breakdown_is_done_offline() -> None:
+    top = step("RandomResizedCrop(size=(224, 224))", 0.6, input_size="1920x1080 image")
+    found = fire(rec.resize_offline, facts(breakdown=breakdown(top, step("Normalize", 0.4)), batch=images()))
+    assert found is not None and found.id == "resize-offline"
+
+
+def test_no_offline_resize_for_small_inputs_or_when_resize_is_not_the_top_step() -> None:
+    small = step("Resize(size=256)", 0.6, input_size="256x256 image")
+    assert fire(rec.resize_offline, facts(breakdown=breakdown(small, step("Normalize", 0.4)), batch=images())) is None
+    second = step("Resize(size=256)", 0.3, input_size="1920x1080 image")
+    other = breakdown(step("GaussianBlur", 0.7), second)
+    assert fire(rec.resize_offline, facts(breakdown=other, batch=images())) is None
+
+
+# -- augmentation-on-gpu ------------------------------------------------------------------------
+
+
+def test_augmentation_to_the_gpu_when_it_dominates_the_saturated_cpu_of_a_cuda_machine() -> None:
+    aug = breakdown(
+        step("ColorJitter(brightness=0.4)", 0.7), step("read and decode (rest of __getitem__)", 0.3, "getitem")
+    )
+    found = fire(
+        rec.augmentation_to_gpu,
+        facts(cuda=True, system=0.97, breakdown=aug, augmentations=("ColorJitter(brightness=0.4)",)),
+    )
+    assert found is not None and "torchvision.transforms import v2" in found.detail
+
+
+def test_no_gpu_augmentation_without_cuda_or_with_idle_cores() -> None:
+    aug = breakdown(step("ColorJitter(brightness=0.4)", 0.7))
+    names = ("ColorJitter(brightness=0.4)",)
+    assert fire(rec.augmentation_to_gpu, facts(cuda=False, system=0.97, breakdown=aug, augmentations=names)) is None
+    assert fire(rec.augmentation_to_gpu, facts(cuda=True, system=0.5, breakdown=aug, augmentations=names)) is None
+
+
+# -- uint8-transfer -----------------------------------------------------------------------------
+
+
+def test_float32_images_sent_to_the_gpu_should_be_uint8() -> None:
+    found = fire(rec.uint8_transfer, facts(cuda=True, batch=images()))
+    assert found is not None
+    assert "14 MiB less to copy per step" in found.title  # 3/4 of 32 x 3 x 224 x 224 x 4 bytes
+
+
+def test_no_uint8_advice_for_uint8_batches_or_without_cuda() -> None:
+    assert fire(rec.uint8_transfer, facts(cuda=True, batch=images("torch.uint8"))) is None
+    assert fire(rec.uint8_transfer, facts(cuda=False, batch=images())) is None
+
+
+# -- every rule ---------------------------------------------------------------------------------
+
+
+EVERYTHING = [
+    facts(loader={"dataset_type": "TensorDataset"}),
+    facts(epoch_startup_s=(8.0,)),
+    facts(
+        cuda=True,
+        batch=images(),
+        system=0.97,
+        augmentations=("ColorJitter()",),
+        breakdown=breakdown(step("ColorJitter()", 1.0)),
+    ),
+    facts(busy=0.2, wait_ms_p50=0.5, wait_ms_p90=40.0),
+    facts(
+        breakdown=breakdown(
+            step("RandomResizedCrop(224)", 0.6, input_size="1920x1080 image"),
+            step("read and decode (rest of __getitem__)", 0.4, "getitem"),
+        ),
+        batch=images(),
+        memory_available_bytes=512 * GIB,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", EVERYTHING)
+def test_every_recommendation_has_evidence_and_a_gain_within_the_ceiling(case: Facts) -> None:
+    v = decide(case)
+    found = rec.recommend(case, v)
+    assert found
+    for r in found:
+        assert r.evidence, r.id
+        assert r.expected_speedup is None or v.speedup_ceiling is None or r.expected_speedup <= v.speedup_ceiling + 1e-9
