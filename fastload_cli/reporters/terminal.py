@@ -175,7 +175,7 @@ def _breakdown(found: Breakdown) -> list[RenderableType]:
     for step in found.steps:
         bar = "█" * round(BREAKDOWN_WIDTH * step.share)
         name = _short(step.name) + (f" [{step.input_size}]" if step.input_size and "Resize" in step.name else "")
-        table.add_row(_ms(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
+        table.add_row(_ms_fine(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
     threads = "one torch thread, as in a DataLoader worker" if found.threads == 1 else f"{found.threads} torch threads"
     note = Text(
         f"{_ms(found.ms_per_sample)} per sample in all, timed on {found.items} samples in one process ({threads}).",
@@ -276,6 +276,11 @@ def _ms(value: float | None) -> str:
     if value is None:
         return DASH
     return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def _ms_fine(value: float) -> str:
+    """Milliseconds, in microseconds below a tenth of one."""
+    return f"{1000 * value:.0f} µs" if value < 0.1 else _ms(value)
 
 
 def _pct(fraction: float | None) -> str:

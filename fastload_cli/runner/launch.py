@@ -155,8 +155,13 @@ class _Run:
             self._profile_loading()
         if self.observer.on_batches is not None:
             self.observer.on_batches(done, self.config.requested_batches)
-        if done >= self.config.requested_batches and self.stop_asked_at is None:
+        if done >= self.config.requested_batches and self.stop_asked_at is None and not self._profiling():
             self.ask_stop(StopReason.ENOUGH_BATCHES)
+
+    def _profiling(self) -> bool:
+        """py-spy is sampling the loading processes: the run goes on until it is done (the batches
+        past the requested ones are not measured)."""
+        return self.pyspy is not None and self.pyspy.running()
 
     def _profile_loading(self) -> None:
         """Start py-spy on the processes that load: the current epoch's workers, or the script's

@@ -37,6 +37,10 @@ class PySpy:
     def started(self) -> bool:
         return self._dir is not None
 
+    def running(self) -> bool:
+        """Some py-spy is still sampling."""
+        return any(proc.poll() is None for _, proc, _ in self._procs)
+
     def start(self, pids: list[int], role: str) -> None:
         if self.executable is None or self.started or not pids:
             return

@@ -1,0 +1,51 @@
+"""The breakdown run and the py-spy profile, on real child runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import SCRIPTS, run_fastload
+
+pytestmark = pytest.mark.slow
+PATTERNS = str(SCRIPTS / "patterns.py")
+
+
+def report_of(done: subprocess.CompletedProcess[str]) -> dict:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def diagnose(*args: str) -> dict:
+    return report_of(run_fastload("diagnose", PATTERNS, "--modes", "real", "--max-batches", "12", "--no-sweep", *args))
+
+
+def test_the_breakdown_times_getitem_and_collate_and_leaves_the_runs_alone() -> None:
+    report = diagnose("--breakdown", "--json", "-", "--", "--batch", "dict")
+    found = report["breakdown"]
+    assert found["items"] == 64 and found["threads"] == 1  # the loader has workers: one torch thread
+    assert [s["kind"] for s in found["steps"]] == ["getitem", "collate"]
+    assert sum(s["share"] for s in found["steps"]) == pytest.approx(1.0, abs=1e-3)
+    assert [r["mode"] for r in report["runs"]] == ["real"]  # the breakdown run is not a mode
+    assert report["batch"]["python_type"] == "dict" and report["batch"]["samples"] == 8
+
+
+def test_an_iterable_dataset_has_no_breakdown_and_says_why() -> None:
+    report = diagnose("--breakdown", "--json", "-", "--", "--pattern", "iterable")
+    assert report["breakdown"]["steps"] == []
+    assert "IterableDataset" in report["breakdown"]["unavailable"]
+
+
+@pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed")
+def test_py_spy_profiles_the_workers_or_says_why_not() -> None:
+    report = diagnose("--py-spy", "--json", "-")
+    profile = report["profile"]
+    if profile["unavailable"] is None:
+        assert profile["role"] == "workers" and len(profile["pids"]) == 2 and profile["samples"] > 0
+        assert sum(e["share"] for e in profile["top"]) <= 1.0 + 1e-9
+    else:  # no permission to attach here: a caveat says so and the report is complete
+        assert any("py-spy" in c for c in report["verdict"]["caveats"])
+    assert report["runs"][0]["batches"] == 12
