@@ -66,7 +66,7 @@ class Instrumented:
 def instrument(dataset: Any) -> Instrumented:
     """Put timers on every transform step of ``dataset`` and the datasets inside it."""
     found = Instrumented()
-    for location, owner in [("dataset", dataset), *transforms.nested_datasets(dataset)]:
+    for location, owner in _datasets(dataset, "dataset", set()):
         for attr in transforms.pipeline_attrs(owner):
             pipeline = getattr(owner, attr, None)
             if pipeline is None or not callable(pipeline) or type(pipeline).__name__ == "StandardTransform":
@@ -80,6 +80,17 @@ def instrument(dataset: Any) -> Instrumented:
                 found.undo.append((owner, attr, pipeline))
                 setattr(owner, attr, timer)
         _rebuild_standard_transform(owner, found)
+    return found
+
+
+def _datasets(dataset: Any, location: str, seen: set[int]) -> list[tuple[str, Any]]:
+    """``dataset`` and every dataset nested in it (Subset, ConcatDataset, wrappers), with where."""
+    if id(dataset) in seen or len(seen) > 64:
+        return []
+    seen.add(id(dataset))
+    found = [(location, dataset)]
+    for name, inner in transforms.nested_datasets(dataset):
+        found.extend(_datasets(inner, f"{location}.{name}", seen))
     return found
 
 
@@ -176,7 +187,10 @@ def _collate(loader: Any, loaded: list[Any]) -> tuple[int, int]:
     for start in range(0, len(loaded), size):
         chunk = loaded[start : start + size]
         began = time.perf_counter_ns()
-        loader.collate_fn(chunk)
+        try:
+            loader.collate_fn(chunk)
+        except Exception:  # items this collate cannot batch: leave collate out of the breakdown
+            return 0, 0
         spent += time.perf_counter_ns() - began
         done += len(chunk)
     return spent, done

@@ -1,0 +1,120 @@
+"""The breakdown, in-process: every step of every pipeline timed, the rest of __getitem__ and
+collate; the pipelines restored; one torch thread when the loader has workers."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
+from torchvision import datasets
+from torchvision import transforms as v1
+from torchvision.transforms import v2
+
+from fastload_cli.runner import breakdown
+
+
+class Images(Dataset):
+    """Decoding costs 2 ms per item; the pipeline is the dataset's own business."""
+
+    def __init__(self, transform=None, target_transform=None) -> None:
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __len__(self) -> int:
+        return 16
+
+    def __getitem__(self, i: int):
+        time.sleep(0.002)  # reading and decoding
+        image = Image.new("RGB", (64, 48), color=(10 * i, 100, 200))
+        label = self.target_transform(i) if self.target_transform else i
+        return (self.transform(image) if self.transform else image), label
+
+
+def slow_step(x):
+    time.sleep(0.003)
+    return x
+
+
+def names(fields: dict) -> list[str]:
+    return [s["name"].split("(")[0] for s in fields["steps"]]
+
+
+def test_each_step_nested_and_random_ones_plus_getitem_and_collate() -> None:
+    pipeline = v1.Compose(
+        [
+            v1.Compose([v1.Resize(32), v1.RandomHorizontalFlip()]),
+            v1.RandomApply([v1.ColorJitter(0.4)], p=0.5),
+            v1.Lambda(slow_step),
+            v1.ToTensor(),
+        ]
+    )
+    loader = DataLoader(Images(pipeline), batch_size=4)
+    fields = breakdown.measure(loader, 8, torch)
+    assert fields["items"] == 8
+    assert names(fields) == [
+        "Resize", "RandomHorizontalFlip", "RandomApply", "Lambda", "ToTensor",
+        "read and decode ", "collate",
+    ]  # fmt: skip
+    by_name = {s["name"].split("(")[0]: s for s in fields["steps"]}
+    assert by_name["slow_step"]["ns_per_sample"] >= 3e6  # the 3 ms step, timed as such
+    assert by_name["read and decode (rest of __getitem__)"]["ns_per_sample"] >= 2e6  # the 2 ms left outside
+    assert (
+        by_name["slow_step"]["ns_per_sample"] < 2.5 * by_name["read and decode (rest of __getitem__)"]["ns_per_sample"]
+    )
+    assert by_name["Resize"]["input_size"] == "64x48 image"
+    assert by_name["ToTensor"]["location"] == "dataset.transform[3]"
+    assert by_name["Resize"]["location"] == "dataset.transform[0][0]"
+
+
+def test_the_pipelines_are_restored() -> None:
+    steps = [v2.RandomResizedCrop(32), v2.ToImage()]
+    pipeline = v2.Compose(steps)
+    dataset = Images(pipeline, target_transform=lambda y: y)
+    target = dataset.target_transform
+    breakdown.measure(DataLoader(dataset, batch_size=4), 4, torch)
+    assert pipeline.transforms == steps
+    assert dataset.transform is pipeline and dataset.target_transform is target
+
+
+def test_a_plain_callable_and_a_nested_dataset() -> None:
+    dataset = Subset(Images(slow_step), range(8))
+    fields = breakdown.measure(DataLoader(dataset, batch_size=4), 4, torch)
+    assert "slow_step" in names(fields)
+    assert next(s for s in fields["steps"] if s["name"] == "slow_step")["location"] == "dataset.dataset.transform"
+
+
+def test_one_torch_thread_when_the_loader_has_workers() -> None:
+    before = torch.get_num_threads()
+    seen = []
+
+    def record_threads(x):
+        seen.append(torch.get_num_threads())
+        return x
+
+    loader = DataLoader(Images(record_threads), batch_size=4, num_workers=2)
+    fields = breakdown.measure(loader, 4, torch)
+    assert set(seen) == {1} and fields["threads"] == 1
+    assert torch.get_num_threads() == before
+
+
+def test_torchvision_datasets_apply_the_timed_transform(tmp_path) -> None:
+    for c in ("a", "b"):
+        (tmp_path / c).mkdir()
+        for i in range(3):
+            Image.new("RGB", (40, 30)).save(tmp_path / c / f"{i}.png")
+    folder = datasets.ImageFolder(tmp_path, transform=v1.Compose([v1.Resize(16), v1.ToTensor()]))
+    fields = breakdown.measure(DataLoader(folder, batch_size=2), 6, torch)
+    assert {"Resize", "ToTensor"} <= set(names(fields))
+    resize = next(s for s in fields["steps"] if s["name"].startswith("Resize"))
+    assert resize["ns_per_sample"] > 0
+
+
+def test_iterable_datasets_are_not_broken_down() -> None:
+    class Stream(IterableDataset):
+        def __iter__(self):
+            yield from range(4)
+
+    fields = breakdown.measure(DataLoader(Stream(), batch_size=2), 4, torch)
+    assert "IterableDataset" in fields["unavailable"]
