@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""How often `fastload diagnose` names the planted bottleneck, and how long it takes.
+
+    python scripts/bench_accuracy.py [--repeats 3] [--cases a,b] [--out results.json] [-- DIAGNOSE_OPTIONS]
+
+Runs `fastload diagnose SCRIPT --json -` (default settings, or the options after --) on every
+case of the zoo: the bundled examples and the scripts in scripts/zoo/, each with a planted truth
+(a bottleneck, "hedged" for a case where input and step cost about the same, and for some the
+recommendation that must be made). Prints one row per case (expected, got per repeat, agreement,
+median time to verdict) and writes the rows as JSON. Exit status 1 when any repeat disagrees.
+GPU cases run only where CUDA is available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = ROOT / "scripts" / "zoo"
+EXAMPLES = ROOT / "fastload_cli" / "examples"
+HEDGED_CONFIDENCE = 0.5  # fastload's confidence for a verdict both signals leave in between
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    script: Path
+    expected: str  # a bottleneck, or "hedged"
+    recommendation: str | None = None  # an id that must be among the recommendations
+    gpu: bool = False
+
+
+CASES = (
+    Case("augmentation-heavy", EXAMPLES / "augmentation_heavy.py", "cpu"),
+    Case("main-process-decode", EXAMPLES / "main_process_decode.py", "cpu"),
+    Case("storage-latency", EXAMPLES / "storage_latency.py", "io", "increase-num-workers"),
+    Case("cold-reads", ZOO / "cold_reads.py", "io"),
+    Case("heavy-model", EXAMPLES / "heavy_model.py", "compute", "step-is-the-limit"),
+    Case("in-memory-tensors", ZOO / "in_memory_tensors.py", "compute", "workers-are-overhead"),
+    Case("worker-startup", ZOO / "worker_startup.py", "compute", "persistent-workers"),
+    Case("borderline", ZOO / "borderline.py", "hedged"),
+)
+
+
+def diagnose(case: Case, options: list[str]) -> tuple[dict, float]:
+    command = [sys.executable, "-m", "fastload_cli", "diagnose", str(case.script), *options, "--json", "-"]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"fastload failed on {case.name}:\n{done.stderr}")
+    return json.loads(done.stdout), wall
+
+
+def got(report: dict) -> str:
+    verdict = report["verdict"]
+    if verdict["bottleneck"] == "inconclusive" or verdict["confidence"] <= HEDGED_CONFIDENCE:
+        return "hedged"
+    return verdict["bottleneck"]
+
+
+def agrees(case: Case, report: dict) -> bool:
+    ids = {r["id"] for r in report["recommendations"]}
+    return got(report) == case.expected and (case.recommendation is None or case.recommendation in ids)
+
+
+def cuda_available() -> bool:
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True
+    )
+    return probe.stdout.strip() == "True"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", help="comma-separated case names (default: all)")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("options", nargs="*", help="diagnose options, after --")
+    args = parser.parse_args()
+    gpu = cuda_available()
+    chosen = [c for c in CASES if (not args.cases or c.name in args.cases.split(",")) and (gpu or not c.gpu)]
+
+    rows, all_agree = [], True
+    print(f"{'case':<22}{'expected':<22}{'got':<30}{'agree':<8}time to verdict s (median)")
+    for case in chosen:
+        runs = [diagnose(case, args.options) for _ in range(args.repeats)]
+        verdicts = [got(report) for report, _ in runs]
+        agreed = sum(agrees(case, report) for report, _ in runs)
+        all_agree &= agreed == len(runs)
+        walls = [wall for _, wall in runs]
+        expected = case.expected + (f" + {case.recommendation}" if case.recommendation else "")
+        rows.append(
+            {
+                "case": case.name,
+                "script": str(case.script.relative_to(ROOT)),
+                "expected": case.expected,
+                "expected_recommendation": case.recommendation,
+                "got": verdicts,
+                "confidence": [report["verdict"]["confidence"] for report, _ in runs],
+                "recommendations": [[r["id"] for r in report["recommendations"]] for report, _ in runs],
+                "agree": agreed,
+                "repeats": len(runs),
+                "time_to_verdict_s": [round(w, 1) for w in walls],
+            }
+        )
+        print(
+            f"{case.name:<22}{expected:<22}{','.join(verdicts):<30}{agreed}/{len(runs):<6}"
+            f"{statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f})"
+        )
+    total = sum(r["agree"] for r in rows), sum(r["repeats"] for r in rows)
+    print(f"agreement: {total[0]}/{total[1]}" + ("" if gpu else " (CPU cases; no CUDA here)"))
+    if args.out:
+        args.out.write_text(json.dumps({"repeats": args.repeats, "options": args.options, "rows": rows}, indent=2))
+    return 0 if all_agree else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
