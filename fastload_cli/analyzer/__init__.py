@@ -85,7 +85,7 @@ def sweep_evidence(result: SweepResult) -> str:
     if result.speedup is not None:
         return (
             f"num_workers sweep ({tried}): no setting beat the script's {current} by more than the noise "
-            f"(±{100 * result.noise:.0f}%); returns end at {result.diminishing_at} workers."
+            f"(±{100 * result.noise:.0f}%)."
         )
     return f"num_workers sweep ({tried}): the best throughput was measured at {result.best_workers} workers."
 

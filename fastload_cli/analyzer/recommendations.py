@@ -12,7 +12,7 @@ from collections.abc import Callable
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.sweep import gib
 from fastload_cli.analyzer.verdict import Facts, pct
-from fastload_cli.records import Bottleneck, Recommendation, RunSummary, Verdict
+from fastload_cli.records import Bottleneck, Recommendation, RunSummary, SweepResult, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
 
@@ -56,13 +56,19 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         title=f"Use num_workers={n}{extra} (now {now}): measured {s.speedup:.2f}x faster",
         detail=(
             f"A sweep under the real training step measured {s.speedup:.2f}x the throughput of num_workers={now} "
-            f"(noise ±{100 * s.noise:.0f}%).{memory} Returns end at {s.diminishing_at} workers: {s.reason}. "
+            f"(noise ±{100 * s.noise:.0f}%).{memory} {_returns(s)} "
             f"Change the loader to:\n    {snippet}"
         ),
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,
         evidence=tuple(line for line in v.evidence if line.startswith("num_workers sweep")),
     )
+
+
+def _returns(s: SweepResult) -> str:
+    if s.diminishing_at is None:
+        return f"{s.reason[0].upper()}{s.reason[1:]}."
+    return f"Returns end at {s.diminishing_at} workers: {s.reason}."
 
 
 def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
@@ -252,7 +258,7 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
             "every epoch pays it again. Change the loader to:\n"
             f"    DataLoader(dataset, ..., num_workers={loader.num_workers}, persistent_workers=True)"
         ),
-        expected_speedup=bounded(gain, v.speedup_ceiling) if v.speedup_ceiling is not None else gain,
+        expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
         evidence=(f"Worker start-up per epoch: {startup:.2f} s over {len(f.epoch_startup_s)} epoch(s).",),
     )

@@ -176,7 +176,7 @@ def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str
             return None, f"the run with {rung} workers failed"
         below = _ok(p for w, p in measured.items() if w < rung)
         if rung > 1 and below and not faster(found, max(below, key=_throughput)):
-            return None, None
+            return None, limited if rung == steps[-1] else None  # the last rung a limit allowed: say which
     return None, limited or f"it reached --max-workers {limits.max_workers}"
 
 
@@ -277,6 +277,10 @@ def conclude(
         stopped = next((f"{why} (not measured)" for w in limits.grid if (why := limits.too_many(w))), None)
     else:
         stopped = climb(points, limits)[1]
+    # A limit cut the search short while the most workers measured were as fast as any (within the
+    # noise): returns had not ended yet, as far as anything measured shows.
+    highest = measured[max(measured)]
+    rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
     return SweepResult(
         points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
@@ -289,8 +293,8 @@ def conclude(
         memory_cost_bytes=(
             top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
         ),
-        diminishing_at=knee.workers,
-        reason=why_returns_end(knee, max(measured), stopped, cpu_count),
+        diminishing_at=None if rising else knee.workers,
+        reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count),
         stopped=stopped,
     )
 
@@ -302,11 +306,13 @@ def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoi
     return winner if winner is not None and faster(winner, plain) else None
 
 
-def why_returns_end(knee: SweepPoint, highest: int, stopped: str | None, cpu_count: int | None) -> str:
+def still_rising(highest: SweepPoint, stopped: str) -> str:
+    return f"returns had not ended at {highest.workers} workers, the most the search could try: {stopped}"
+
+
+def why_returns_end(knee: SweepPoint, cpu_count: int | None) -> str:
     """Why more workers than ``knee`` did not help, from what was measured at the knee."""
     n = knee.workers
-    if stopped and n >= highest:
-        return f"throughput was still rising at {n} workers when the search stopped: {stopped}"
     busy, wait, loaders = knee.system_cpu_busy_fraction, knee.data_wait_fraction, knee.loader_busy_fraction
     if busy is not None and busy >= th.CPU_SATURATED:
         cores = f"the {cpu_count} CPUs" if cpu_count else "the CPUs"

@@ -139,8 +139,10 @@ def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Renderable
     lines: list[RenderableType] = [table, _chart(result.points)]
     if result.diminishing_at is not None:
         lines.append(Text(f"Returns end at {result.diminishing_at} workers: {result.reason}."))
-    if result.stopped and "still rising" not in result.reason:
-        lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
+        if result.stopped:
+            lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
+    else:
+        lines.append(Text(f"{result.reason[0].upper()}{result.reason[1:]}."))
     lines.append(Text(_sweep_summary(result), style="bold"))
     heading = f"num_workers sweep (the script's own: {_int(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
     return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]

@@ -130,7 +130,7 @@ def test_the_climb_stops_at_max_workers_and_says_so() -> None:
     result = sweep.conclude(points, 2, Limits(max_workers=4), cpu_count=2)
     assert result is not None
     assert result.stopped == "it reached --max-workers 4"
-    assert "still rising at 4 workers" in result.reason
+    assert result.reason.startswith("returns had not ended at 4 workers") and result.diminishing_at is None
 
 
 def test_the_climb_stops_where_the_next_rung_would_not_fit_in_memory() -> None:
@@ -307,3 +307,28 @@ def test_a_second_run_that_disagrees_turns_a_gain_into_noise() -> None:
     result = sweep.conclude(twice, 2, Limits(), cpu_count=2)
     assert result is not None and not result.significant
     assert result.recommended_workers == 2
+
+
+def test_still_rising_at_a_limit_has_no_knee_and_says_what_stopped_it() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(latency_bound, limits, current=2)
+    result = sweep.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None
+    assert result.diminishing_at is None
+    assert result.reason.startswith("returns had not ended at 9 workers, the most the search could try: an epoch")
+
+
+def test_a_last_allowed_rung_that_does_not_improve_still_names_the_limit() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(lambda w: 100.0 if w == 9 else latency_bound(w), limits, current=2)
+    result = sweep.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.diminishing_at == 8  # 9 was clearly slower: returns ended
+    assert result.stopped is not None and result.stopped.startswith("an epoch has 64 batches")
+
+
+def test_a_last_allowed_rung_within_noise_of_the_best_is_still_rising() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(lambda w: 158.0 if w == 9 else latency_bound(w), limits, current=2)
+    result = sweep.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.best_workers == 8 and result.diminishing_at is None
+    assert result.reason.startswith("returns had not ended at 9 workers")
