@@ -4,7 +4,8 @@ The search climbs a ladder of worker counts, 0, 1, 2, 4, 8, ..., while each rung
 every setting below it by more than the noise. One worker never ends the climb: it only moves
 loading beside the step, which gains nothing when the step is short, while more workers still
 may. Nor does the core count: loading that waits on storage or network latency keeps scaling
-past it. The climb ends at the first rung that does not improve, at ``max_workers``, at a rung
+past it. The climb ends after two rungs in a row that do not improve (one flat rung can be the
+machine's noise, and the second shows the plateau past it), at ``max_workers``, at a rung
 whose processes would not fit in the memory left (each worker's footprint is measured from the
 settings already run), at a rung whose start-up burst would fill half an epoch, or at a rung
 that failed. Then up to ``refine`` settings between the best point and its measured neighbours
@@ -168,6 +169,7 @@ def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str
     """The next rung to climb to, or None and why the climb ended (None: it stopped improving)."""
     measured = _plain(points)
     steps, limited = rungs(points, limits)
+    flat = 0  # rungs in a row that were not faster than every setting below them
     for rung in steps:
         found = measured.get(rung)
         if found is None:
@@ -175,8 +177,11 @@ def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str
         if found.throughput_samples_per_s is None:
             return None, f"the run with {rung} workers failed"
         below = _ok(p for w, p in measured.items() if w < rung)
-        if rung > 1 and below and not faster(found, max(below, key=_throughput)):
+        flat = flat + 1 if rung > 1 and below and not faster(found, max(below, key=_throughput)) else 0
+        if flat >= th.SWEEP_PATIENCE:
             return None, limited if rung == steps[-1] else None  # the last rung a limit allowed: say which
+    if flat:
+        return None, limited if limited else None
     return None, limited or f"it reached --max-workers {limits.max_workers}"
 
 

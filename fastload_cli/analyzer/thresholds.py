@@ -87,6 +87,8 @@ SWEEP_NOISE_FLOOR = 0.05
 # Among settings this close to the best throughput, the fewest workers are recommended: they cost
 # less memory and fewer processes for a difference no run can tell apart.
 SWEEP_PREFER_FEWER_WITHIN = 0.03
+# Rungs in a row that must fail to improve before the climb stops: one flat rung can be noise.
+SWEEP_PATIENCE = 2
 # Extra settings measured between the best point and its neighbours once the climb has stopped.
 SWEEP_REFINE_POINTS = 2
 # Share of the memory available when the sweep starts that a setting's processes may use.

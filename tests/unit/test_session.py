@@ -112,7 +112,7 @@ def test_a_sweep_climbs_refines_and_confirms(monkeypatch: pytest.MonkeyPatch) ->
     calls = fake_pipeline(monkeypatch)
     runner = session.Runner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     outcome = session.run_sweep(runner, sweep.Limits())
-    assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 6, 7, 8, 2]
+    assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7, 8, 2]
     # each point's warm-up covers the start-up burst, and its window several rounds of batches
     assert (calls[2].warmup, calls[2].max_batches) == (5, 20)
     assert (calls[4].warmup, calls[4].max_batches) == (16, 24)  # 8 workers x 2 prefetched; x 3 rounds
