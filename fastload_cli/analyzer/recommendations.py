@@ -179,8 +179,10 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
 
 
 def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
-    """Compute- or host-bound: say plainly that input work will not help."""
-    if v.bottleneck not in (Bottleneck.COMPUTE, Bottleneck.HOST):
+    """Compute- or host-bound, as the synthetic run measured it: say plainly that input work will
+    not help. Without that run the wait alone cannot say it (on a CPU-only machine loading also
+    slows the step it runs beside)."""
+    if v.bottleneck not in (Bottleneck.COMPUTE, Bottleneck.HOST) or v.speedup_ceiling is None:
         return None
     if f.cuda_in_use:
         hints = (
@@ -197,7 +199,7 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
             f"What usually helps (not measured here): {hints}."
         ),
         expected_speedup=bounded(1.0, v.speedup_ceiling),
-        measured=v.speedup_ceiling is not None,
+        measured=True,
         evidence=tuple(line for line in v.evidence if "synthetic" in line or "waited" in line),
     )
 
