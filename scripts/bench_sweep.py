@@ -2,7 +2,7 @@
 """The adaptive num_workers search against an exhaustive grid, on the bundled examples.
 
     python scripts/bench_sweep.py [--grid 0,1,...,12] [--grid-repeats 3] [--max-batches 30]
-                                  [--examples a,b] [--out results.json]
+                                  [--examples a,b] [--out results.json] [--grid-from earlier.json]
 
 For each example, `fastload sweep-workers` runs once with its adaptive search (as a user runs
 it) and `--grid-repeats` times with `--workers GRID`; each grid setting's throughput is the
@@ -11,7 +11,8 @@ setting the search chose, its grid throughput relative to the grid's best, wheth
 difference is inside the grid's own run-to-run range (the lowest and highest repeat of each
 setting), the settings (and runs) each needed, and their wall times. The target: within 5% of
 the grid's best while measuring fewer settings. Settings an epoch is too short to measure are
-left out of both (the reports say so).
+left out of both (the reports say so). `--grid-from` reuses the grid of an earlier run (the
+slow part) to measure a changed search against it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def main() -> int:
     parser.add_argument("--max-batches", type=int, default=30)
     parser.add_argument("--examples", help="comma-separated example names (default: all)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--grid-from", type=Path, help="reuse the grid measured by an earlier run (its --out file)")
     args = parser.parse_args()
+    earlier = json.loads(args.grid_from.read_text()) if args.grid_from else None
     chosen_examples = [e for e in EXAMPLES if not args.examples or e.name in args.examples.split(",")]
 
     rows, all_met = [], True
@@ -68,12 +71,17 @@ def main() -> int:
     )
     for example in chosen_examples:
         adaptive, adaptive_wall = sweep(example.path, args.max_batches, None)
-        grids = [sweep(example.path, args.max_batches, args.grid) for _ in range(args.grid_repeats)]
-        grid, grid_wall = grids[0][0], sum(wall for _, wall in grids)
         repeats: dict[int, list[float]] = {}
-        for report, _ in grids:
-            for workers, rate in rates(report).items():
-                repeats.setdefault(workers, []).append(rate)
+        if earlier is not None:  # the grid of an earlier run of this benchmark
+            row = next(r for r in earlier["rows"] if r["example"] == example.name)
+            repeats = {int(w): v for w, v in row["grid_repeats"].items()}
+            grid_wall, grid_runs = row["grid_wall_s"], row["grid_runs"]
+        else:
+            grids = [sweep(example.path, args.max_batches, args.grid) for _ in range(args.grid_repeats)]
+            grid_wall, grid_runs = sum(wall for _, wall in grids), sum(len(report["runs"]) for report, _ in grids)
+            for report, _ in grids:
+                for workers, rate in rates(report).items():
+                    repeats.setdefault(workers, []).append(rate)
         grid_rates = {w: statistics.median(v) for w, v in sorted(repeats.items())}
         chosen = adaptive["sweep"]["recommended_workers"]
         best = max(grid_rates, key=grid_rates.__getitem__)
@@ -90,11 +98,10 @@ def main() -> int:
             "grid_repeats": repeats,
             "chosen_over_grid_best": ratio,
             "adaptive_noise": adaptive["sweep"]["noise"],
-            "grid_noise": grid["sweep"]["noise"],
             "adaptive_settings": len(rates(adaptive)),
             "grid_settings": len(grid_rates),
             "adaptive_runs": len(adaptive["runs"]),
-            "grid_runs": sum(len(report["runs"]) for report, _ in grids),
+            "grid_runs": grid_runs,
             "adaptive_wall_s": round(adaptive_wall, 1),
             "grid_wall_s": round(grid_wall, 1),
             "target_met": met,
