@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import psutil
 
@@ -118,7 +120,7 @@ class _Run:
         """Read events and output until the child is gone or must be stopped."""
         deadline = time.monotonic() + self.config.timeout_s
         with self._selector() as selector:
-            while self.proc.poll() is None and not self._gave_up():
+            while self.proc.poll() is None and not self._gave_up() and not self.interrupted:
                 if self.stop_asked_at is None and time.monotonic() > deadline:
                     self.ask_stop(StopReason.TIMEOUT)
                 self._pump(selector, POLL_S)
@@ -267,8 +269,10 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
     run.host.start()
     if run.gpu is not None:
         run.gpu.start()
+    caught: dict[int, Any] = {}  # signals that came while the run was watched, with the handlers they met
     try:
-        run.watch()
+        with _interrupts_as_flag(run, caught):
+            run.watch()
     except KeyboardInterrupt:
         run.interrupted = True
     finally:
@@ -282,7 +286,41 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
                 run.ask_stop(StopReason.INTERRUPTED)
                 _wait(run.proc, config.stop_grace_s)
             run.finish()
+    _pass_on(caught)
     return replace(run.result(host, gpu), profile=profile)
+
+
+@contextlib.contextmanager
+def _interrupts_as_flag(run: _Run, caught: dict[int, Any]) -> Iterator[None]:
+    """While the run is watched, Ctrl-C and SIGTERM only mark it interrupted: the watch loop ends
+    at its next turn, so no exception lands half way through reading events or sampling (where
+    it could leave a lock held). ``caught`` gets each signal that came, with the handler it replaced."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        run.interrupted = True
+        caught[signum] = previous.get(signum)
+
+    try:
+        for wanted in (signal.SIGINT, signal.SIGTERM):
+            previous[wanted] = signal.signal(wanted, handler)
+    except ValueError:  # not the main thread: leave the signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _pass_on(caught: dict[int, Any]) -> None:
+    """Tell the replaced SIGTERM handler (the command line's, which picks the exit status) that
+    the signal came; the run already ended as interrupted."""
+    for signum, old in caught.items():
+        if signum != signal.SIGINT and callable(old):
+            with contextlib.suppress(KeyboardInterrupt):
+                old(signum, None)
 
 
 # --------------------------------------------------------------------------------------------
