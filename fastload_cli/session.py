@@ -202,15 +202,15 @@ class Diagnose:
         outcome = run_modes(runner, self.modes)
         if outcome.interrupted:
             return outcome
-        verdict = analyze(outcome.runs).verdict.bottleneck
+        analysis = analyze(outcome.runs)
         if self.max_workers is not None:
-            outcome = self._sweep(runner, outcome)
-        if not outcome.interrupted and (self.breakdown or verdict is Bottleneck.CPU):
+            outcome = self._sweep(runner, outcome, analysis)
+        if not outcome.interrupted and (self.breakdown or analysis.verdict.bottleneck is Bottleneck.CPU):
             return run_breakdown(runner, outcome)
         return outcome
 
-    def _sweep(self, runner: Runner, outcome: Outcome) -> Outcome:
-        why_not = why_not_sweep(outcome.runs)
+    def _sweep(self, runner: Runner, outcome: Outcome, analysis: Analysis) -> Outcome:
+        why_not = why_not_sweep(analysis)
         if why_not is not None:
             if why_not != NOT_INPUT_BOUND:
                 runner.on_note(None, f"No num_workers sweep: {why_not}.")
@@ -247,9 +247,8 @@ def run_breakdown(runner: Runner, done: Outcome) -> Outcome:
 NOT_INPUT_BOUND = "loading is not the limit"
 
 
-def why_not_sweep(runs: Sequence[RunResult]) -> str | None:
+def why_not_sweep(analysis: Analysis) -> str | None:
     """Why measuring num_workers settings would not help, or None when it may."""
-    analysis = analyze(runs)
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
     real = analysis.facts.real

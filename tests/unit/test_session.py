@@ -131,6 +131,8 @@ def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monke
         return b.run("real", b.batches([wait_ms] * 40, 5.0), samples=samples)
 
     synthetic = b.run("synthetic", b.batches([0.1] * 40, 5.0))
-    assert session.why_not_sweep([real(0.4), synthetic]) is None
-    assert session.why_not_sweep([real(0.97), synthetic]) == "the cores were 97% busy: more workers cannot help"
-    assert session.why_not_sweep([real(0.4, wait_ms=0.1), synthetic]) == session.NOT_INPUT_BOUND
+    assert session.why_not_sweep(analyze([real(0.4), synthetic])) is None
+    assert (
+        session.why_not_sweep(analyze([real(0.97), synthetic])) == "the cores were 97% busy: more workers cannot help"
+    )
+    assert session.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == session.NOT_INPUT_BOUND
