@@ -8,6 +8,7 @@ order they are shown when their expected gains tie.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.sweep import gib
@@ -473,9 +474,14 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def _with_evidence(rec: Recommendation, v: Verdict) -> Recommendation:
+    """A rule whose own evidence lines were not among the verdict's rests on the verdict's first."""
+    return rec if rec.evidence else replace(rec, evidence=v.evidence[:1])
+
+
 def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     """Every rule that fires: a num_workers setting a sweep measured first (a one-line change with a
     measured gain), then measured ones, then by expected gain."""
-    found = [rec for rule in RULES if (rec := rule(f, v)) is not None]
+    found = [_with_evidence(rec, v) for rule in RULES if (rec := rule(f, v)) is not None]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None else set()
     return tuple(sorted(found, key=lambda r: (r.id not in swept, not r.measured, -(r.expected_speedup or 0.0))))

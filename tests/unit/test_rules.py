@@ -241,3 +241,11 @@ def test_every_recommendation_has_evidence_and_a_gain_within_the_ceiling(case: F
     for r in found:
         assert r.evidence, r.id
         assert r.expected_speedup is None or v.speedup_ceiling is None or r.expected_speedup <= v.speedup_ceiling + 1e-9
+
+
+def test_a_rule_whose_lines_are_not_in_the_verdict_rests_on_its_first_line() -> None:
+    case = facts(wait=0.01)  # compute-bound: step-is-the-limit filters for "synthetic"/"waited" lines
+    v = decide(case)
+    v = dataclasses.replace(v, evidence=("The step took 20 ms.",))
+    found = rec.recommend(case, v)
+    assert found and all(r.evidence for r in found)
