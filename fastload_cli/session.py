@@ -13,7 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import fastload_cli
-from fastload_cli.analyzer import Analysis, analyze, current_workers, disturbed, sweep
+from fastload_cli.analyzer import (
+    Analysis,
+    analyze,
+    current_workers,
+    disturbed,
+    sweep,
+    sweep_limits_for,
+    sweep_points,
+)
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for
 from fastload_cli.analyzer.metrics import describe_error, primary_loader, summarize
@@ -125,9 +133,9 @@ def run_sweep(runner: Runner, limits: sweep.Limits, done: Sequence[RunResult] = 
     """Measure num_workers settings as ``sweep.plan`` asks, after the runs already ``done`` (a real
     run among them is the script's own setting)."""
     runs = list(done)
-    points = [sweep.point(summarize(r)) for r in runs if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.batches]
+    points = sweep_points(runs)
     try:
-        while (step := sweep.plan(points, _for_loader(limits, runs), current_workers(runs))).workers is not None:
+        while (step := sweep.plan(points, sweep_limits_for(limits, runs), current_workers(runs))).workers is not None:
             run = _sweep_run(runner, ModeSpec(mode=Mode.WORKERS, workers=step.workers), runs)
             runs.append(run)
             points.append(sweep.point(summarize(run)))
@@ -141,8 +149,7 @@ def run_sweep(runner: Runner, limits: sweep.Limits, done: Sequence[RunResult] = 
 def run_variants(runner: Runner, limits: sweep.Limits, done: Outcome, specs: Sequence[ModeSpec]) -> Outcome:
     """Each of ``specs`` (prefetch_factor / pin_memory overrides) at the setting the sweep chose."""
     runs = list(done.runs)
-    points = [sweep.point(summarize(r)) for r in runs if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.batches]
-    result = sweep.conclude(points, current_workers(runs), _for_loader(limits, runs), None)
+    result = sweep.conclude(sweep_points(runs), current_workers(runs), sweep_limits_for(limits, runs), None)
     if done.interrupted or result is None or result.recommended_workers is None:
         return done
     best = result.recommended_workers
@@ -158,10 +165,6 @@ def run_variants(runner: Runner, limits: sweep.Limits, done: Outcome, specs: Seq
     except KeyboardInterrupt:
         return Outcome(runs=tuple(runs), interrupted=True)
     return Outcome(runs=tuple(runs), interrupted=False)
-
-
-def _for_loader(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:
-    return limits.with_loader(next((primary_loader(r) for r in runs if r.batches), None))
 
 
 def _sweep_run(runner: Runner, spec: ModeSpec, runs: Sequence[RunResult]) -> RunResult:

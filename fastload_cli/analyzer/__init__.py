@@ -24,6 +24,7 @@ from fastload_cli.records import (
     RunStatus,
     RunSummary,
     StopReason,
+    SweepPoint,
     SweepResult,
     Verdict,
 )
@@ -64,13 +65,32 @@ def current_workers(runs: Sequence[RunResult]) -> int | None:
 
 
 def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> SweepResult | None:
-    pairs = [(r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode in (Mode.REAL, Mode.WORKERS)]
-    if not any(r.spec.mode is Mode.WORKERS for r, _ in pairs):
+    if not any(r.spec.mode is Mode.WORKERS for r in runs):
         return None
-    points = [sweep.point(s) for r, s in pairs if s.num_workers is not None]
     first = next((r for r in runs if r.batches), None)
-    limits = limits.with_loader(primary_loader(first) if first is not None else None)
-    return sweep.conclude(points, current_workers(runs), limits, first.cpu_count if first else None)
+    return sweep.conclude(
+        sweep_points(runs, summaries),
+        current_workers(runs),
+        sweep_limits_for(limits, runs),
+        first.cpu_count if first else None,
+    )
+
+
+def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | None = None) -> list[SweepPoint]:
+    """The num_workers settings measured among ``runs``: the real run (the script's own setting)
+    and every workers=N run, failed ones included (they end a climb)."""
+    found = summaries if summaries is not None else [summarize(r) for r in runs]
+    return [
+        sweep.point(s)
+        for r, s in zip(runs, found, strict=True)
+        if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None
+    ]
+
+
+def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:
+    """``limits`` for the loader the runs measured (its epoch length and prefetch_factor)."""
+    first = next((r for r in runs if r.batches), None)
+    return limits.with_loader(primary_loader(first) if first is not None else None)
 
 
 def sweep_evidence(result: SweepResult) -> str:
