@@ -1,4 +1,5 @@
-"""Data the zoo scripts train on, made on first use in ~/.cache/fastload-zoo (no downloads)."""
+"""What the zoo scripts share: data made on first use in ~/.cache/fastload-zoo (no downloads),
+and the training loop."""
 
 from __future__ import annotations
 
@@ -31,3 +32,16 @@ def large_files(count: int = 96, size_mb: int = 4) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return root
+
+
+def train(loader, model, epochs: int) -> None:
+    """Train ``model`` with cross-entropy and SGD on ``loader`` for ``epochs`` epochs."""
+    import torch
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(epochs):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()

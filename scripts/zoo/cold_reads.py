@@ -8,7 +8,7 @@ import argparse
 import os
 
 import torch
-from _zoo_data import large_files
+from _zoo_data import large_files, train
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -40,13 +40,7 @@ def main():
     args = parser.parse_args()
     loader = DataLoader(ColdFiles(large_files()), batch_size=4, shuffle=True, num_workers=args.workers)
     model = nn.Sequential(nn.Linear(4096, 64), nn.ReLU(), nn.Linear(64, 10))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(args.epochs):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, epochs=args.epochs)
 
 
 if __name__ == "__main__":

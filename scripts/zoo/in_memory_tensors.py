@@ -5,6 +5,7 @@ Planted: compute, with the advice that workers are overhead.    python in_memory
 """
 
 import torch
+from _zoo_data import train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -14,13 +15,7 @@ def main():
     features, labels = torch.randn(50_000, 512), torch.randint(0, 10, (50_000,))
     loader = DataLoader(TensorDataset(features, labels), batch_size=256, shuffle=True, num_workers=4)
     model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(100):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, epochs=100)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Planted: compute between epochs, with per-epoch start-up worth persistent_worker
 import time
 
 import torch
+from _zoo_data import train
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -27,13 +28,7 @@ def load_vocabulary(worker_id):
 def main():
     loader = DataLoader(Tokens(), batch_size=16, num_workers=2, worker_init_fn=load_vocabulary)
     model = nn.Sequential(nn.Linear(128, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(100):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, epochs=100)
 
 
 if __name__ == "__main__":
