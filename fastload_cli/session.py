@@ -218,7 +218,12 @@ class Diagnose:
             if why_not != NOT_INPUT_BOUND:
                 runner.on_note(None, f"No num_workers sweep: {why_not}.")
             return outcome
-        runner.on_note(None, "Loading is the limit and the cores are not all busy: measuring num_workers settings.")
+        why = (
+            "Handing batches over from workers may cost more than building them"
+            if analysis.facts.cheap_batches is not None
+            else "Loading is the limit and the cores are not all busy"
+        )
+        runner.on_note(None, f"{why}: measuring num_workers settings.")
         limits = self.limits()
         assert limits is not None
         short = replace(
@@ -254,8 +259,12 @@ def why_not_sweep(analysis: Analysis) -> str | None:
     """Why measuring num_workers settings would not help, or None when it may."""
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
-    real = analysis.facts.real
-    busy = real.system_cpu_busy_fraction if real is not None else None
+    facts = analysis.facts
+    if facts.restarts_dominate:
+        return "the workers' start-up every epoch is the limit, and more workers only start more of them"
+    if facts.cheap_batches is not None:
+        return None  # fewer workers can help however busy the cores are
+    busy = facts.real.system_cpu_busy_fraction if facts.real is not None else None
     if busy is not None and busy >= th.CPU_SATURATED:
         return f"the cores were {100 * busy:.0f}% busy: more workers cannot help"
     return None

@@ -12,7 +12,14 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import STUCK_HINT, hint_for
-from fastload_cli.analyzer.metrics import percentile, primary_loader, primary_loader_id, steady_steps, summarize
+from fastload_cli.analyzer.metrics import (
+    percentile,
+    primary_loader,
+    primary_loader_id,
+    startup_busy_fraction,
+    steady_steps,
+    summarize,
+)
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
@@ -138,6 +145,7 @@ def gather_facts(
         sweep=_sweep(runs, summaries, limits or sweep.Limits()),
         batch=batch_info(real_run) if real_run else None,
         epoch_startup_s=epoch_startups(real_run) if real_run else (),
+        startup_busy=startup_busy_fraction(real_run, startup_spans(real_run)) if real_run else None,
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
         memory_available_bytes=real_run.memory_available_bytes if real_run else None,
@@ -165,17 +173,22 @@ def batch_info(run: RunResult) -> BatchInfo | None:
 
 
 def epoch_startups(run: RunResult) -> tuple[float, ...]:
-    """Each epoch's start-up: from iter() to its first batch, for the training loader."""
+    """Each epoch's start-up in seconds: from iter() to its first batch, for the training loader."""
+    return tuple((end - start) / 1e9 for start, end in startup_spans(run))
+
+
+def startup_spans(run: RunResult) -> list[tuple[int, int]]:
+    """Each epoch's start-up as a time span (iter() to its first batch), for the training loader."""
     loader_id = primary_loader_id(run)
     first_batch: dict[int, int] = {}
     for b in run.batches:
         if b.loader_id == loader_id:
             first_batch.setdefault(b.iterator_id, b.wait_end_ns)
-    return tuple(
-        (first_batch[it.iterator_id] - it.started_ns) / 1e9
+    return [
+        (it.started_ns, first_batch[it.iterator_id])
         for it in run.iterators
         if it.loader_id == loader_id and it.iterator_id in first_batch
-    )
+    ]
 
 
 def _wait_ms(run: RunResult, q: float) -> float | None:

@@ -289,6 +289,20 @@ def loader_busy_fraction(run: RunResult, steps: list[Step], window: list[Span], 
     return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
 
 
+def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
+    """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
+    CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
+    loader = primary_loader(run)
+    total_s = sum(end - start for start, end in starts) / NS
+    if loader is None or loader.num_workers == 0 or total_s <= 0:
+        return None
+    cpu = role_delta(run.host_samples, ProcRole.WORKER, starts, lambda p: p.cpu_s)
+    if cpu is None:
+        return None
+    runq = role_delta(run.host_samples, ProcRole.WORKER, starts, lambda p: p.runq_s) or 0.0
+    return min(1.0, (cpu + runq) / (total_s * loader.num_workers))
+
+
 def gpu_util_percent(run: RunResult, window: list[Span]) -> float | None:
     """Device busy % averaged over the window, for the busiest visible device."""
     inside = [g for g in run.gpu_samples if g.util_percent is not None and any(a <= g.t_ns <= b for a, b in window)]

@@ -33,6 +33,12 @@ def _input_bound(v: Verdict) -> bool:
     return v.bottleneck in (Bottleneck.CPU, Bottleneck.IO)
 
 
+def _pipeline_bound(f: Facts, v: Verdict) -> bool:
+    """Input-bound by building batches in the steady state: not by workers starting again every
+    epoch, nor by handing cheap batches over from workers (their own rules speak for those)."""
+    return _input_bound(v) and not f.restarts_dominate and f.cheap_batches is None
+
+
 def capped(gain: float | None, ceiling: float | None) -> float | None:
     """A measured gain, capped by the ceiling when one was measured."""
     if gain is None:
@@ -78,7 +84,7 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     workers, cores, real = f.num_workers, f.cpu_count, f.real
     if f.sweep is not None:
         return None
-    if not _input_bound(v) or workers is None or real is None:
+    if not _pipeline_bound(f, v) or workers is None or real is None:
         return None
     if v.bottleneck is Bottleneck.IO:
         target = max(th.IO_WORKERS_SUGGESTED, 2 * workers)
@@ -142,9 +148,9 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
 def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
     """When all cores are busy loading, only cheaper samples help."""
     real = f.real
-    if v.bottleneck is not Bottleneck.CPU or real is None or real.system_cpu_busy_fraction is None:
+    if v.bottleneck is not Bottleneck.CPU or not _pipeline_bound(f, v) or real is None:
         return None
-    if real.system_cpu_busy_fraction < th.CPU_SATURATED:
+    if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
         return None
     return Recommendation(
         id="cores-saturated",
@@ -163,7 +169,7 @@ def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
 
 def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
     """IO-bound: move the data closer, or read it in fewer, larger pieces."""
-    if v.bottleneck is not Bottleneck.IO:
+    if v.bottleneck is not Bottleneck.IO or not _pipeline_bound(f, v):
         return None
     return Recommendation(
         id="faster-storage",
@@ -210,21 +216,11 @@ def _workers(f: Facts) -> int:
 
 
 def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
-    """Workers for a dataset already in memory: every batch crosses processes for nothing."""
-    loader = f.loader
-    if loader is None or loader.num_workers == 0 or f.sweep is not None:
+    """Workers for batches cheaper to build than to hand over: every batch crosses processes for
+    nothing."""
+    loader, why = f.loader, f.cheap_batches
+    if loader is None or why is None or f.sweep is not None:
         return None
-    in_memory = loader.dataset_type in th.IN_MEMORY_DATASETS
-    per_batch_ms = None
-    if f.breakdown is not None and f.breakdown.ms_per_sample is not None and loader.batch_size:
-        per_batch_ms = f.breakdown.ms_per_sample * loader.batch_size
-    if not in_memory and not (per_batch_ms is not None and per_batch_ms < th.WORKER_HANDOFF_MS):
-        return None
-    why = (
-        f"the dataset is a {loader.dataset_type}: its items are slices of tensors already in memory"
-        if in_memory
-        else f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
-    )
     return Recommendation(
         id="workers-are-overhead",
         title=f"Load in the main process: num_workers=0 (now {loader.num_workers})",
@@ -242,26 +238,20 @@ def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
 
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
     """Workers restarted every epoch, at a measurable cost."""
-    loader, real = f.loader, f.real
-    if loader is None or loader.num_workers == 0 or loader.persistent_workers or not f.epoch_startup_s:
+    startup, epoch_s = f.startup_s, f.epoch_s
+    if f.loader is None or startup is None or epoch_s is None or startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
         return None
-    if real is None or real.throughput_batches_per_s is None or loader.dataset_len is None or not loader.batch_size:
-        return None
-    startup = sorted(f.epoch_startup_s)[len(f.epoch_startup_s) // 2]
-    epoch_s = (loader.dataset_len / loader.batch_size) / real.throughput_batches_per_s
-    if startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
-        return None
-    gain = (epoch_s + startup) / epoch_s
     return Recommendation(
         id="persistent-workers",
         title="Keep the workers between epochs: persistent_workers=True",
         detail=(
-            f"Starting the {loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
+            f"Starting the {f.loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
             f"{100 * startup / epoch_s:.0f}% of an epoch's {epoch_s:.1f} s of steps; without persistent workers "
             "every epoch pays it again. Change the loader to:\n"
-            f"    DataLoader(dataset, ..., num_workers={loader.num_workers}, persistent_workers=True)"
+            f"    DataLoader(dataset, ..., num_workers={f.loader.num_workers}, persistent_workers=True)"
         ),
-        expected_speedup=bounded(gain, v.speedup_ceiling),
+        # Not capped by the speedup ceiling: the steady-state runs it comes from leave start-up out.
+        expected_speedup=(epoch_s + startup) / epoch_s,
         measured=False,
         evidence=(f"Worker start-up per epoch: {startup:.2f} s over {len(f.epoch_startup_s)} epoch(s).",),
     )

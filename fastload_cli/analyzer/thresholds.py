@@ -113,6 +113,11 @@ RESIZE_LARGE_FACTOR = 4.0
 # Per-epoch worker start-up at or above this share of an epoch's loading time is worth keeping
 # the workers alive between epochs (persistent_workers=True).
 STARTUP_NOTABLE_SHARE = 0.05
+# Per-epoch worker start-up at or above this share of the training time makes it the verdict: the
+# loop waits for new workers as long as an input-bound loop waits for data (WAIT_INPUT_BOUND).
+# It takes at least two measured epochs to show that start-up recurs.
+RESTART_INPUT_BOUND = 0.20
+RESTART_MIN_EPOCHS = 2
 # Waits are spiky when the 90th-percentile wait is this many times the median (and workers idle):
 # a deeper prefetch queue absorbs the spikes.
 WAIT_SPIKY_RATIO = 4.0

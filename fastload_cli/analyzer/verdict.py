@@ -1,7 +1,9 @@
 """The verdict: is the input pipeline the limit, and if so, why. Pure functions of ``Facts``.
 
 1. Input-bound when the real run's data wait is high or the speedup ceiling is large;
-   compute-bound when both are small; in between, a hedged verdict.
+   compute-bound when both are small; a hedged verdict when the ceiling lands in between.
+   Workers started again every epoch for a large share of the time decide it before that: the
+   steady-state numbers leave start-up out.
 2. Why: augmentation when turning it off (``no-aug``) is much faster; otherwise the loading
    processes' CPU use: busy on (or queued for) a CPU means CPU work, mostly asleep while the loop
    waits means storage or latency.
@@ -35,6 +37,7 @@ class Facts:
     breakdown: Breakdown | None = None  # where a sample's loading time goes, when it was timed
     batch: BatchInfo | None = None  # the training loader's first batch
     epoch_startup_s: tuple[float, ...] = ()  # real run: iter() to first batch, for each epoch
+    startup_busy: float | None = None  # real run: the workers' CPU share during those start-ups
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
     memory_available_bytes: int | None = None  # free memory when the real run started
@@ -72,6 +75,58 @@ class Facts:
     @property
     def num_workers(self) -> int | None:
         return self.loader.num_workers if self.loader is not None else None
+
+    @property
+    def startup_s(self) -> float | None:
+        """The median epoch's start-up, when the workers start again every epoch."""
+        loader, starts = self.loader, sorted(self.epoch_startup_s)
+        if loader is None or loader.num_workers == 0 or loader.persistent_workers or not starts:
+            return None
+        return starts[len(starts) // 2]
+
+    @property
+    def epoch_s(self) -> float | None:
+        """One epoch's steps at the real run's steady throughput, start-up left out."""
+        loader, real = self.loader, self.real
+        if loader is None or real is None or loader.dataset_len is None or not loader.batch_size:
+            return None
+        rate = real.throughput_batches_per_s
+        return (loader.dataset_len / loader.batch_size) / rate if rate else None
+
+    @property
+    def restart_share(self) -> float | None:
+        """The share of training time spent starting the workers again, every epoch."""
+        startup, epoch = self.startup_s, self.epoch_s
+        return startup / (startup + epoch) if startup is not None and epoch is not None else None
+
+    @property
+    def restarts_dominate(self) -> bool:
+        """Worker start-up, measured in more than one epoch, takes an input-bound share of the time."""
+        share = self.restart_share
+        return (
+            share is not None and share >= th.RESTART_INPUT_BOUND and len(self.epoch_startup_s) >= th.RESTART_MIN_EPOCHS
+        )
+
+    @property
+    def cheap_batches(self) -> str | None:
+        """Why the workers' batches cost less to build than to hand over, or None.
+
+        A dataset of tensors already in memory, or a batch the breakdown timed under the handoff's
+        cost: a worker only adds pickling, shared memory and unpickling to it.
+        """
+        loader = self.loader
+        if loader is None or loader.num_workers == 0:
+            return None
+        if loader.dataset_type in th.IN_MEMORY_DATASETS:
+            return f"the dataset is a {loader.dataset_type}: its items are slices of tensors already in memory"
+        breakdown = self.breakdown
+        if breakdown is not None and breakdown.ms_per_sample is not None and loader.batch_size:
+            per_batch_ms = breakdown.ms_per_sample * loader.batch_size
+            if per_batch_ms < th.WORKER_HANDOFF_MS:
+                return (
+                    f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
+                )
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +176,8 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
             evidence=(),
             caveats=caveats or ("the real run delivered too few batches to measure",),
         )
+    if f.restarts_dominate:
+        return _restart_bound(f, caveats)
     wait, ceiling = real.data_wait_fraction, f.ceiling
     evidence = [_wait_line(real), *_ceiling_lines(f)]
     wait_high, wait_low = wait >= th.WAIT_INPUT_BOUND, wait < th.WAIT_COMPUTE_BOUND
@@ -128,6 +185,11 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     ceiling_low = ceiling is not None and ceiling < th.CEILING_COMPUTE_BOUND
     if f.contended and ceiling_high:
         evidence.append(_contention_line(f))
+    if ceiling is not None and not ceiling_high and not ceiling_low and not wait_low:
+        # The counterfactual was run and lands in between, and the loop did wait: loading costs some
+        # of the time and the step the rest, however long the wait.
+        evidence.append(_partly_line(f))
+        return _input_bound(f, evidence, th.CONFIDENCE_HEDGED, caveats, partly=True)
     if wait_high or ceiling_high:
         agree = ceiling_high and (wait_high or f.contended)
         contradicted = (wait_high and ceiling_low) or (ceiling_high and wait_low and not f.contended)
@@ -142,6 +204,51 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         return _compute_bound(f, evidence, confidence, caveats)
     evidence.append("Both the step and the input pipeline cost time: neither signal is clear-cut.")
     return _input_bound(f, evidence, th.CONFIDENCE_HEDGED, caveats, partly=True)
+
+
+def _partly_line(f: Facts) -> str:
+    assert f.ceiling is not None
+    return (
+        f"A free input pipeline would gain {f.ceiling:.2f}x: loading and the step cost about the same, so "
+        "neither is clearly the limit."
+    )
+
+
+def _restart_bound(f: Facts, caveats: tuple[str, ...]) -> Verdict:
+    """The workers start again every epoch, and that start-up is a large share of the time."""
+    assert f.startup_s is not None and f.epoch_s is not None and f.restart_share is not None
+    workers = "worker" if f.num_workers == 1 else f"{f.num_workers} workers"
+    evidence = [
+        f"Every epoch started its {workers} again (persistent_workers=False): {f.startup_s:.2f} s from iter() "
+        f"to the first batch (median of {len(f.epoch_startup_s)} epochs), against {f.epoch_s:.2f} s of steps "
+        f"per epoch. Start-up takes {pct(f.restart_share)} of the training time.",
+        "The steady-state figures (and the speedup ceiling) leave each epoch's start-up out.",
+    ]
+    busy = f.startup_busy
+    if busy is None:
+        evidence.append("The workers' CPU during start-up could not be measured, so what they wait for is not known.")
+        bottleneck, kind = Bottleneck.INCONCLUSIVE, "worker start-up"
+    elif busy >= th.LOADER_BUSY:
+        evidence.append(
+            f"During start-up the workers were on a CPU, or waiting for one, {pct(busy)} of the time: starting "
+            "them is CPU work (imports, copying the dataset, worker_init_fn)."
+        )
+        bottleneck, kind = Bottleneck.CPU, "worker start-up, CPU work"
+    else:
+        evidence.append(
+            f"During start-up the workers were on a CPU only {pct(busy)} of the time: starting them waits "
+            "(worker_init_fn reading files or calling a service), rather than computing."
+        )
+        bottleneck, kind = Bottleneck.IO, "worker start-up, waiting"
+    return Verdict(
+        bottleneck=bottleneck,
+        label=f"Input-bound: the DataLoader workers start again every epoch ({kind})",
+        confidence=th.CONFIDENCE_STRONG if busy is not None else th.CONFIDENCE_ONE_SIGNAL,
+        speedup_ceiling=f.ceiling,
+        evidence=tuple(evidence),
+        caveats=caveats,
+        augmentation_speedup=f.aug_speedup,
+    )
 
 
 def _wait_line(real: RunSummary) -> str:
@@ -253,6 +360,15 @@ def find_cause(f: Facts) -> Cause:
     who = _loaders(f)
     if busy is None:
         return _cause_without_busy(f, evidence)
+    cheap = f.cheap_batches
+    if cheap is not None and busy < th.LOADER_BUSY:
+        evidence.append(
+            f"{cheap[0].upper()}{cheap[1:]}. {who} on a CPU only {pct(busy)} of the time: building batches is not "
+            "the cost. Handing them over is: each batch is pickled into shared memory by a worker and unpickled "
+            "by the main process, and the workers' processes compete with the step for the CPUs."
+        )
+        label = "Input pipeline overhead: handing batches over from workers"
+        return Cause(Bottleneck.CPU, label, tuple(evidence), True)
     if busy >= th.LOADER_BUSY or (busy > th.LOADER_IDLE and system is not None and system >= th.CPU_SATURATED):
         evidence.append(f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work.")
         return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
@@ -323,8 +439,10 @@ def _saturation(f: Facts) -> tuple[str, ...]:
 def _io_lines(f: Facts) -> tuple[str, ...]:
     assert f.real is not None
     lines = []
-    if f.real.system_cpu_busy_fraction is not None:
-        lines.append(f"The machine's CPUs were only {pct(f.real.system_cpu_busy_fraction)} busy.")
+    system = f.real.system_cpu_busy_fraction
+    if system is not None:
+        only = "only " if system < th.CPU_SATURATED else ""
+        lines.append(f"The machine's CPUs were {only}{pct(system)} busy.")
     if f.real.iowait_fraction is not None and f.real.iowait_fraction >= th.IOWAIT_NOTABLE:
         lines.append(f"{pct(f.real.iowait_fraction)} of CPU time was iowait: storage stalls.")
     if f.real.read_bytes_per_s is not None and f.real.read_bytes_per_s >= th.READ_RATE_NOTABLE:

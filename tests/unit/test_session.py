@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import session
-from fastload_cli.analyzer import analyze, sweep
+from fastload_cli.analyzer import Analysis, analyze, sweep
+from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import Mode, RunResult, RunStatus, ScriptError, StopReason
@@ -136,3 +137,23 @@ def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monke
         session.why_not_sweep(analyze([real(0.97), synthetic])) == "the cores were 97% busy: more workers cannot help"
     )
     assert session.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == session.NOT_INPUT_BOUND
+
+
+def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers() -> None:
+    def analysis(f: Facts) -> Analysis:
+        return Analysis(summaries=(), verdict=decide(f), recommendations=(), facts=f)
+
+    base = Facts(
+        real=b.summary(wait=0.3, busy=0.1, system=0.97),
+        synthetic=b.summary("synthetic", throughput=300.0),
+        loader=b.loader(),
+        cpu_count=2,
+    )
+    assert session.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
+    cheap = dataclasses.replace(base, loader=dataclasses.replace(b.loader(), dataset_type="TensorDataset"))
+    assert session.why_not_sweep(analysis(cheap)) is None  # fewer workers can
+    restarting = dataclasses.replace(
+        base, real=b.summary(wait=0.3, busy=0.1, system=0.5), epoch_startup_s=(40.0, 42.0), startup_busy=0.0
+    )
+    why = session.why_not_sweep(analysis(restarting))
+    assert why is not None and "start-up every epoch" in why

@@ -9,7 +9,7 @@ import pytest
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import Bottleneck
+from fastload_cli.records import Bottleneck, Breakdown
 from tests.unit import builders as b
 
 
@@ -204,3 +204,86 @@ def test_the_ceiling_is_read_in_a_paragraph() -> None:
 
     unknown = Facts(real=b.summary(), loader=b.loader())
     assert "could not be measured" in read_ceiling(unknown, decide(unknown))
+
+
+def restarting(startups: tuple[float, ...], busy: float | None, *, persistent: bool = False) -> Facts:
+    """Workers started again every epoch: an epoch of steps takes 100 s (10,000 samples at 100/s)."""
+    return dataclasses.replace(
+        facts(b.summary(wait=0.05, busy=0.9), b.summary("synthetic", throughput=105.0)),
+        loader=dataclasses.replace(b.loader(), persistent_workers=persistent),
+        epoch_startup_s=startups,
+        startup_busy=busy,
+    )
+
+
+def test_workers_started_again_every_epoch_decide_the_verdict_before_the_steady_state() -> None:
+    v = decide(restarting((40.0, 42.0), busy=0.02))
+    assert v.bottleneck is Bottleneck.IO
+    assert "start again every epoch" in v.label
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+    assert any("42.00 s" in line and "30%" in line for line in v.evidence)  # 42 / (42 + 100)
+
+
+def test_busy_workers_during_start_up_make_it_cpu_work() -> None:
+    v = decide(restarting((40.0, 42.0), busy=0.9))
+    assert v.bottleneck is Bottleneck.CPU
+    assert any("90%" in line for line in v.evidence)
+
+
+def test_start_up_cpu_unknown_leaves_its_kind_open() -> None:
+    v = decide(restarting((40.0, 42.0), busy=None))
+    assert v.bottleneck is Bottleneck.INCONCLUSIVE
+    assert v.confidence == pytest.approx(th.CONFIDENCE_ONE_SIGNAL)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        restarting((40.0,), busy=0.02),  # one epoch does not show that it recurs
+        restarting((40.0, 42.0), busy=0.02, persistent=True),  # kept alive: paid once
+        restarting((10.0, 12.0), busy=0.02),  # 11% of the time
+    ],
+)
+def test_start_up_that_is_paid_once_or_small_leaves_the_steady_state_verdict(case: Facts) -> None:
+    v = decide(case)
+    assert "start again" not in v.label
+    assert v.bottleneck is Bottleneck.COMPUTE
+
+
+def test_a_high_wait_with_an_in_between_ceiling_is_hedged() -> None:
+    # Loading (24 ms a batch) and the step (20 ms) cost about the same: the loop waits 21%,
+    # and a free input pipeline gains only 1.2x.
+    v = decide(facts(b.summary(wait=0.21, busy=0.1, system=0.5), b.summary("synthetic", throughput=120.0)))
+    assert v.label.startswith("Partly input-bound")
+    assert v.confidence == pytest.approx(th.CONFIDENCE_HEDGED)
+    assert any("1.20x" in line for line in v.evidence)
+
+
+def test_idle_workers_handing_over_in_memory_batches_are_overhead_not_io() -> None:
+    f = dataclasses.replace(
+        facts(b.summary(wait=0.13, busy=0.09, system=1.0, compute_ms=20.0),
+              b.summary("synthetic", throughput=157.0, compute_ms=14.0)),
+        loader=dataclasses.replace(b.loader(num_workers=4), dataset_type="TensorDataset"),
+    )  # fmt: skip
+    v = decide(f)
+    assert v.bottleneck is Bottleneck.CPU
+    assert "handing batches over" in v.label
+    assert any("TensorDataset" in line and "9%" in line for line in v.evidence)
+
+
+def test_a_batch_the_breakdown_timed_under_the_handoff_cost_is_cheap() -> None:
+    def timed(ms_per_sample: float) -> Facts:
+        breakdown = Breakdown(loader_id=1, items=64, threads=1, ms_per_sample=ms_per_sample, steps=())
+        return dataclasses.replace(facts(b.summary(wait=0.3, busy=0.1)), breakdown=breakdown)
+
+    cheap = timed(0.01).cheap_batches  # 32 samples a batch: 0.32 ms
+    assert cheap is not None and "0.32 ms" in cheap
+    assert timed(1.0).cheap_batches is None
+    assert decide(timed(0.01)).bottleneck is Bottleneck.CPU
+    assert decide(timed(1.0)).bottleneck is Bottleneck.IO
+
+
+def test_saturated_cores_are_not_called_only_busy() -> None:
+    v = decide(facts(b.summary(wait=0.6, busy=0.1, system=0.97), b.summary("synthetic", throughput=300.0)))
+    assert v.bottleneck is Bottleneck.IO
+    assert not any("only 97%" in line for line in v.evidence)
