@@ -1,0 +1,44 @@
+"""Image-style augmentation on two CPU workers feeding a small network on the GPU: the GPU waits
+for batches most of the time, and NVML shows it idle.
+
+Planted: cpu.    python gpu_input_bound.py
+"""
+
+import torch
+from _gpu import cuda_device
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from torchvision.transforms import v2
+
+
+class Photos(Dataset):
+    def __init__(self):
+        self.augment = v2.Compose(
+            [v2.RandomResizedCrop(224, antialias=True), v2.ColorJitter(0.4, 0.4, 0.4), v2.GaussianBlur(9)]
+        )
+
+    def __len__(self):
+        return 5_000
+
+    def __getitem__(self, index):
+        image = torch.randint(0, 256, (3, 480, 640), dtype=torch.uint8)
+        return v2.functional.to_dtype(self.augment(image), torch.float32, scale=True), index % 10
+
+
+def main():
+    device = cuda_device()
+    loader = DataLoader(Photos(), batch_size=64, num_workers=2, pin_memory=True)
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(32, 10)).to(device)  # fmt: skip
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(20):
+        for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
