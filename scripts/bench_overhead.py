@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Instrumentation overhead of `fastload` real mode, measured two ways.
+"""Instrumentation overhead of `fastload`: plain script vs each mode, and fastload's own CPU.
 
     python scripts/bench_overhead.py [--runs 5] [--steps 80] [--examples heavy-model,augmentation]
+                                     [--modes real,synthetic,no-aug] [--out results.json]
 
 1. End to end. Each bundled example times itself from its 5th step to its last and prints
    "throughput: X samples/s". That number is read from a plain `python example.py --steps N`
-   run and from the same script under `fastload diagnose --modes real` (with --show-output and
-   --max-batches large enough that the script finishes by itself): the same batches, timed by the
-   same code. Plain and fastload runs alternate; the table gives the median of each, and the
-   median and range of the per-pair ratios (fastload / plain).
+   run and from the same script under `fastload diagnose --modes M` for every mode M (with
+   --show-output and --max-batches large enough that the script finishes by itself): the same
+   batches, timed by the same code. Plain and fastload runs alternate within each repeat; the
+   table gives the median of each and the ratio of medians against plain. For `real` that ratio
+   is the instrumentation overhead; `synthetic` and `no-aug` change the work itself (free inputs,
+   no augmentation), so theirs is the speedup the mode measures, not an overhead. `no-aug` runs
+   only for examples with random augmentation.
 2. Cost accounting, which machine noise does not blur: the time the child's hooks add to every
    batch (an in-process microbenchmark), as a share of the step time fastload measured; and the
-   CPU time of the fastload process itself during the run (event reading, sampling), which it
-   reports as `profiler_cpu_percent`, as a share of all cores.
+   CPU time of the fastload process itself (event reading, host and GPU sampling) during each
+   mode, which it reports as `profiler_cpu_percent`, as a share of all cores.
 """
 
 from __future__ import annotations
@@ -55,10 +59,10 @@ def plain(path: Path, steps: int) -> float:
     return _throughput(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
 
-def under_fastload(path: Path, steps: int) -> tuple[float, dict]:
-    """(the script's own throughput, fastload's report)."""
+def under_fastload(path: Path, steps: int, mode: str) -> tuple[float, dict]:
+    """(the script's own throughput, fastload's report) for one mode."""
     command = [
-        sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", "real", "--warmup", "0",
+        sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", mode, "--warmup", "1",
         "--max-batches", str(steps * 10), "--show-output", "--quiet", "--json", "-", "--", "--steps", str(steps),
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -79,50 +83,61 @@ def hook_cost_us() -> float:
     return float(done.stdout.strip())
 
 
+def modes_for(example, wanted: list[str]) -> list[str]:
+    return [m for m in wanted if m != "no-aug" or example.name == "augmentation"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--examples", default=",".join(e.name for e in EXAMPLES))
+    parser.add_argument("--modes", default="real,synthetic,no-aug")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
     cost_us = hook_cost_us()
     cores = len(os.sched_getaffinity(0))
-    print(f"child hooks add {cost_us:.1f} us per batch; {cores} cores\n")
-    header = ("example", "plain", "fastload", "ratio of", "pair ratios", "hooks /", "fastload CPU")
-    print("{:<21}{:>11}{:>11}{:>10}{:>24}{:>10}{:>14}".format(*header))
-    print("{:<21}{:>11}{:>11}{:>10}{:>24}{:>10}{:>14}".format("", "samples/s", "samples/s", "medians", "median [range]",
-                                                             "step", "/ all cores"))  # fmt: skip
+    print(f"child hooks add {cost_us:.1f} us per batch; {cores} cores; {args.runs} repeats\n")
+    header = ("example", "run", "samples/s", "vs plain", "pair ratios", "hooks /", "fastload CPU")
+    print("{:<21}{:<11}{:>11}{:>10}{:>22}{:>10}{:>14}".format(*header))
+    print("{:<21}{:<11}{:>11}{:>10}{:>22}{:>10}{:>14}".format("", "", "(median)", "(medians)", "median [range]", "step",
+                                                             "/ all cores"))  # fmt: skip
     rows = []
     for name in args.examples.split(","):
         example = find(name)
         if example is None:
             raise SystemExit(f"unknown example {name}")
-        plain_runs, fastload_runs, steps_ms, own = [], [], [], []
+        modes = modes_for(example, args.modes.split(","))
+        plain_runs: list[float] = []
+        runs: dict[str, list[float]] = {m: [] for m in modes}
+        steps_ms: dict[str, list[float]] = {m: [] for m in modes}
+        own: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(args.runs):
             plain_runs.append(plain(example.path, args.steps))
-            throughput, report = under_fastload(example.path, args.steps)
-            fastload_runs.append(throughput)
-            steps_ms.append(report["runs"][0]["step_ms_p50"])
-            own.append(report["runs"][0]["profiler_cpu_percent"] / 100 / cores)
-        pairs = [f / p for f, p in zip(fastload_runs, plain_runs, strict=True)]
-        row = {
-            "example": name,
-            "plain": plain_runs,
-            "fastload_real": fastload_runs,
-            "ratio_of_medians": statistics.median(fastload_runs) / statistics.median(plain_runs),
-            "pair_ratios": pairs,
-            "hook_share_of_step": cost_us / 1000 / statistics.median(steps_ms),
-            "fastload_cpu_share": statistics.median(own),
-        }
+            for mode in modes:
+                throughput, report = under_fastload(example.path, args.steps, mode)
+                runs[mode].append(throughput)
+                steps_ms[mode].append(report["runs"][0]["step_ms_p50"])
+                own[mode].append(report["runs"][0]["profiler_cpu_percent"] / 100 / cores)
+        row = {"example": name, "plain": plain_runs, "modes": {}}
+        print(f"{name:<21}{'plain':<11}{statistics.median(plain_runs):>11.1f}")
+        for mode in modes:
+            pairs = [f / p for f, p in zip(runs[mode], plain_runs, strict=True)]
+            found = {
+                "throughput": runs[mode],
+                "ratio_of_medians": statistics.median(runs[mode]) / statistics.median(plain_runs),
+                "pair_ratios": pairs,
+                "hook_share_of_step": cost_us / 1000 / statistics.median(steps_ms[mode]),
+                "fastload_cpu_share": statistics.median(own[mode]),
+            }
+            row["modes"][mode] = found
+            spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
+            print(
+                f"{'':<21}{mode:<11}{statistics.median(runs[mode]):>11.1f}{found['ratio_of_medians']:>10.3f}"
+                f"{spread:>22}{100 * found['hook_share_of_step']:>9.3f}%{100 * found['fastload_cpu_share']:>13.2f}%"
+            )
         rows.append(row)
-        spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
-        print(
-            f"{name:<21}{statistics.median(plain_runs):>11.1f}{statistics.median(fastload_runs):>11.1f}"
-            f"{row['ratio_of_medians']:>10.3f}{spread:>24}{100 * row['hook_share_of_step']:>9.3f}%"
-            f"{100 * row['fastload_cpu_share']:>13.2f}%"
-        )
     if args.out:
         result = {"runs": args.runs, "steps": args.steps, "hook_cost_us": cost_us, "cores": cores, "rows": rows}
         args.out.write_text(json.dumps(result, indent=2) + "\n")
