@@ -233,6 +233,7 @@ class ProcSample:
     runq_s: float | None  # cumulative seconds runnable but waiting for a CPU (main thread)
     rss_bytes: int | None
     read_bytes: int | None  # cumulative bytes read from storage
+    kernel_cpu_s: float | None = None  # the system (kernel) part of cpu_s: syscalls such as reads
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -355,6 +356,8 @@ class RunSummary:
     # throughput: how steady the run was (None when the window is too short to split).
     throughput_spread: float | None = None
     variant: str | None = None  # loader settings overridden besides num_workers (workers=N runs)
+    # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
+    loader_kernel_fraction: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -289,6 +289,15 @@ def loader_busy_fraction(run: RunResult, steps: list[Step], window: list[Span], 
     return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
 
 
+def loader_kernel_fraction(run: RunResult, window: list[Span]) -> float | None:
+    """Share of the DataLoader workers' CPU time over the window spent in the kernel."""
+    cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
+    kernel = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.kernel_cpu_s)
+    if cpu is None or kernel is None or cpu <= 0:
+        return None
+    return min(1.0, kernel / cpu)
+
+
 def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
     """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
     CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
@@ -377,6 +386,7 @@ def summarize(run: RunResult) -> RunSummary:
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
         variant=run.spec.variant,
+        loader_kernel_fraction=loader_kernel_fraction(run, window),
     )
 
 

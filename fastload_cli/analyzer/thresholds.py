@@ -17,6 +17,9 @@ WAIT_COMPUTE_BOUND = 0.10
 # Speedup ceiling (synthetic / real throughput) at or above which the input pipeline is the
 # limit: a free pipeline would make training 1.5x faster, far outside run-to-run noise.
 CEILING_INPUT_BOUND = 1.5
+# A wait this long implies a ceiling of at least CEILING_INPUT_BOUND (1 / (1 - wait) = 1.5x): the
+# wait alone shows the input pipeline is the limit even when the measured ceiling came out lower.
+WAIT_CLEARLY_INPUT = 1 - 1 / CEILING_INPUT_BOUND
 # Ceiling below which a free input pipeline would not help: run-to-run throughput on a shared
 # 2-core machine varies by up to ~10%, so smaller gains are not distinguishable from noise.
 CEILING_COMPUTE_BOUND = 1.15
@@ -101,6 +104,16 @@ DEFAULT_PREFETCH_FACTOR = 2
 SWEEP_ROUNDS = 3
 
 # -- Recommendation rules that rest on the breakdown, the batch and the epochs --------------------
+
+# A num_workers setting that a sweep measured at least this much faster than the script's own
+# (beyond the noise) confirms that the input pipeline is the limit, whatever the ceiling says:
+# input then costs at least a quarter of each step. Same level as CONTENTION_SIGNIFICANT.
+SWEEP_CONFIRMS_INPUT = 1.3
+
+# Loading processes busy on a CPU, but at least this share of their CPU time in the kernel while
+# the run reads at least READ_RATE_NOTABLE from storage: the CPU work is reading (system calls,
+# copying pages from fast storage), so the pipeline is bound by its reads, not by decoding.
+KERNEL_READS_SHARE = 0.5
 
 # Share of a sample's loading time at or above which one part "dominates" (read/decode for RAM
 # caching, augmentation for moving it to the GPU).

@@ -73,6 +73,23 @@ class Facts:
         return self.concurrent_loading and c is not None and c >= th.CONTENTION_SIGNIFICANT
 
     @property
+    def loaders_cost_the_step(self) -> bool:
+        """The loaders measurably slow the step, or are known to: workers handing over batches
+        cheaper to build than to hand over cost the step CPU by construction."""
+        return self.contended or (self.cheap_batches is not None and self.concurrent_loading)
+
+    @property
+    def sweep_confirms_input(self) -> bool:
+        """A sweep measured a num_workers setting much faster than the script's own."""
+        found = self.sweep
+        return (
+            found is not None
+            and found.significant
+            and found.speedup is not None
+            and found.speedup >= th.SWEEP_CONFIRMS_INPUT
+        )
+
+    @property
     def num_workers(self) -> int | None:
         return self.loader.num_workers if self.loader is not None else None
 
@@ -185,9 +202,12 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     ceiling_low = ceiling is not None and ceiling < th.CEILING_COMPUTE_BOUND
     if f.contended and ceiling_high:
         evidence.append(_contention_line(f))
-    if ceiling is not None and not ceiling_high and not ceiling_low and not wait_low:
-        # The counterfactual was run and lands in between, and the loop did wait: loading costs some
-        # of the time and the step the rest, however long the wait.
+    if f.sweep_confirms_input and not (wait_low and ceiling_low):
+        return _input_bound(f, evidence, th.CONFIDENCE_STRONG, caveats, partly=False)
+    in_between = ceiling is not None and not ceiling_high and not ceiling_low
+    if in_between and not wait_low and wait < th.WAIT_CLEARLY_INPUT:
+        # The counterfactual was run and lands in between, and the loop waited less than a 1.5x
+        # ceiling implies: loading costs some of the time and the step the rest.
         evidence.append(_partly_line(f))
         return _input_bound(f, evidence, th.CONFIDENCE_HEDGED, caveats, partly=True)
     if wait_high or ceiling_high:
@@ -197,7 +217,7 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
             th.CONFIDENCE_HEDGED if contradicted else th.CONFIDENCE_STRONG if agree else th.CONFIDENCE_ONE_SIGNAL
         )
         return _input_bound(f, evidence, confidence, caveats, partly=False)
-    if wait_low and (ceiling is None or ceiling_low or not f.contended):
+    if wait_low and (ceiling is None or ceiling_low or not f.loaders_cost_the_step):
         if ceiling is not None and not ceiling_low:
             evidence.append(_unexplained_ceiling_line(f))
         confidence = th.CONFIDENCE_STRONG if ceiling_low else th.CONFIDENCE_ONE_SIGNAL
@@ -369,6 +389,9 @@ def find_cause(f: Facts) -> Cause:
         )
         label = "Input pipeline overhead: handing batches over from workers"
         return Cause(Bottleneck.CPU, label, tuple(evidence), True)
+    if busy > th.LOADER_IDLE and (reads := _reads_line(f, who, busy)) is not None:
+        evidence.append(reads)
+        return Cause(Bottleneck.IO, "IO-bound input pipeline (storage reads)", (*evidence, *_io_lines(f)), True)
     if busy >= th.LOADER_BUSY or (busy > th.LOADER_IDLE and system is not None and system >= th.CPU_SATURATED):
         evidence.append(f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work.")
         return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
@@ -382,6 +405,21 @@ def find_cause(f: Facts) -> Cause:
     if closer_to_busy:
         return Cause(Bottleneck.CPU, _cpu_label(f), tuple(evidence), False)
     return Cause(Bottleneck.IO, "IO-bound input pipeline (storage or latency)", (*evidence, *_io_lines(f)), False)
+
+
+def _reads_line(f: Facts, who: str, busy: float) -> str | None:
+    """Busy workers whose CPU time goes mostly to the kernel while the run reads from storage: the
+    work is reading (system calls, copying pages), not decoding. None otherwise."""
+    assert f.real is not None
+    kernel, rate = f.real.loader_kernel_fraction, f.real.read_bytes_per_s
+    if f.num_workers == 0 or kernel is None or kernel < th.KERNEL_READS_SHARE:
+        return None
+    if rate is None or rate < th.READ_RATE_NOTABLE:
+        return None
+    return (
+        f"{who} on a CPU, or waiting for one, {pct(busy)} of the time, but {pct(kernel)} of that CPU time was in "
+        f"the kernel while the run read {rate / 1e6:,.0f} MB/s: the work is reading from storage, not decoding."
+    )
 
 
 def _cause_without_busy(f: Facts, evidence: list[str]) -> Cause:

@@ -128,6 +128,7 @@ class HostSampler:
             runq_s=self._runq(proc.pid),
             rss_bytes=rss,
             read_bytes=read,
+            kernel_cpu_s=cpu.system,
         )
 
     def _field(self, name: str, read: object) -> int | None:

@@ -9,7 +9,7 @@ import pytest
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import Bottleneck, Breakdown
+from fastload_cli.records import Bottleneck, Breakdown, SweepResult
 from tests.unit import builders as b
 
 
@@ -287,3 +287,63 @@ def test_saturated_cores_are_not_called_only_busy() -> None:
     v = decide(facts(b.summary(wait=0.6, busy=0.1, system=0.97), b.summary("synthetic", throughput=300.0)))
     assert v.bottleneck is Bottleneck.IO
     assert not any("only 97%" in line for line in v.evidence)
+
+
+def test_a_long_wait_outweighs_an_in_between_ceiling() -> None:
+    # a 49% wait implies a ceiling near 2x; a synthetic run that came out at 1.3x does not hedge it
+    v = decide(facts(b.summary(wait=0.49, busy=0.97, workers=0), b.summary("synthetic", throughput=130.0), workers=0))
+    assert not v.label.startswith("Partly")
+    assert v.bottleneck is Bottleneck.CPU
+    assert v.confidence == pytest.approx(th.CONFIDENCE_ONE_SIGNAL)
+
+
+def swept(speedup: float) -> SweepResult:
+    return SweepResult(
+        points=(),
+        current_workers=4,
+        best_workers=0,
+        recommended_workers=0,
+        recommended_variant=None,
+        speedup=speedup,
+        noise=0.1,
+        significant=True,
+        memory_cost_bytes=None,
+        diminishing_at=0,
+        reason="cores saturated",
+        stopped=None,
+    )
+
+
+def test_workers_handing_over_cheap_batches_cost_the_step_and_a_sweep_confirms_it() -> None:
+    # in-memory tensors on 4 workers: the loop waits 9%, the ceiling is 1.31x, the step slowed 1.2x
+    cheap = dataclasses.replace(
+        facts(b.summary(wait=0.09, busy=0.08, system=1.0, compute_ms=12.0),
+              b.summary("synthetic", throughput=131.0, compute_ms=10.0)),
+        loader=dataclasses.replace(b.loader(num_workers=4), dataset_type="TensorDataset"),
+    )  # fmt: skip
+    v = decide(cheap)
+    assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly") and "handing" in v.label
+    assert v.confidence == pytest.approx(th.CONFIDENCE_HEDGED)
+    confirmed = decide(dataclasses.replace(cheap, sweep=swept(1.41)))
+    assert confirmed.bottleneck is Bottleneck.CPU and not confirmed.label.startswith("Partly")
+    assert confirmed.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+    assert decide(dataclasses.replace(cheap, sweep=swept(1.17))).label.startswith("Partly")
+
+
+def test_a_sweep_does_not_overrule_a_wait_and_a_ceiling_that_both_say_compute() -> None:
+    f = dataclasses.replace(facts(b.summary(wait=0.02), b.summary("synthetic", throughput=102.0)), sweep=swept(1.5))
+    assert decide(f).bottleneck is Bottleneck.COMPUTE
+
+
+def test_busy_workers_whose_cpu_goes_to_the_kernel_while_reading_are_io_bound() -> None:
+    def reading(kernel: float, read_rate: float) -> Facts:
+        real = dataclasses.replace(
+            b.summary(wait=0.6, busy=0.7, system=0.9), loader_kernel_fraction=kernel, read_bytes_per_s=read_rate
+        )
+        return facts(real, b.summary("synthetic", throughput=700.0))
+
+    v = decide(reading(0.89, 7.8e8))
+    assert v.bottleneck is Bottleneck.IO and "storage reads" in v.label
+    assert any("89%" in line and "780 MB/s" in line for line in v.evidence)
+    assert decide(reading(0.2, 7.8e8)).bottleneck is Bottleneck.CPU  # decoding in user space
+    assert decide(reading(0.89, 0.0)).bottleneck is Bottleneck.CPU  # kernel work, but no reads
