@@ -84,6 +84,7 @@ def host_samples(
     main_cores: float = 1.0,
     worker_cores: Sequence[float] = (),
     worker_runq_cores: float = 0.0,
+    worker_kernel_share: float | None = None,
     system_busy: float = 0.5,
     cpu_count: int = 2,
     read_bytes_per_s: float | None = 0.0,
@@ -106,6 +107,7 @@ def host_samples(
                     read_bytes=None
                     if read_bytes_per_s is None
                     else int(read_bytes_per_s * s / max(len(worker_cores), 1)),
+                    kernel_cpu_s=None if worker_kernel_share is None else worker_kernel_share * cores * s,
                 )
             )
         busy = system_busy * cpu_count * s

@@ -6,7 +6,14 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.metrics import Cumulative, percentile, spans, steady_steps, summarize
+from fastload_cli.analyzer.metrics import (
+    Cumulative,
+    percentile,
+    spans,
+    startup_busy_fraction,
+    steady_steps,
+    summarize,
+)
 from fastload_cli.records import RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS
@@ -210,3 +217,23 @@ def test_few_steady_batches_and_a_lagging_sampler_are_caveats() -> None:
     assert any("30 of 100 ticks late" in c for c in analyze([lagging]).verdict.caveats)
     on_time = dataclasses.replace(lagging, host_health=SamplerHealth(interval_s=0.05, ticks=100, late_ticks=5))
     assert not any("ticks late" in c for c in analyze([on_time]).verdict.caveats)
+
+
+def test_the_workers_kernel_share_of_their_cpu() -> None:
+    batch_list = one_epoch()
+    end = batch_list[-1].wait_end_ns
+    samples = b.host_samples(end, worker_cores=(0.6, 0.4), worker_kernel_share=0.85, read_bytes_per_s=5e8)
+    assert summarize(b.run("real", batch_list, samples=samples)).loader_kernel_fraction == pytest.approx(0.85)
+    unknown = b.host_samples(end, worker_cores=(0.6, 0.4))
+    assert summarize(b.run("real", batch_list, samples=unknown)).loader_kernel_fraction is None
+
+
+def test_the_workers_cpu_during_epoch_start_ups() -> None:
+    batch_list = one_epoch()
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.3, 0.1), worker_runq_cores=0.1)
+    run = b.run("real", batch_list, samples=samples)
+    starts = [(0, 100 * MS), (200 * MS, 300 * MS)]
+    # (0.3 + 0.1 CPU + 2 x 0.1 run queue) / 2 workers
+    assert startup_busy_fraction(run, starts) == pytest.approx(0.3)
+    no_workers = b.run("real", batch_list, loaders=[b.loader(num_workers=0)], samples=samples)
+    assert startup_busy_fraction(no_workers, starts) is None
