@@ -209,7 +209,7 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         # The counterfactual was run and lands in between, and the loop waited less than a 1.5x
         # ceiling implies: loading costs some of the time and the step the rest.
         evidence.append(_partly_line(f))
-        return _input_bound(f, evidence, th.CONFIDENCE_HEDGED, caveats, partly=True)
+        return _input_bound(f, evidence, _partly_confidence(f), caveats, partly=True)
     if wait_high or ceiling_high:
         agree = ceiling_high and (wait_high or f.contended)
         contradicted = (wait_high and ceiling_low) or (ceiling_high and wait_low and not f.contended)
@@ -223,7 +223,13 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         confidence = th.CONFIDENCE_STRONG if ceiling_low else th.CONFIDENCE_ONE_SIGNAL
         return _compute_bound(f, evidence, confidence, caveats)
     evidence.append("Both the step and the input pipeline cost time: neither signal is clear-cut.")
-    return _input_bound(f, evidence, th.CONFIDENCE_HEDGED, caveats, partly=True)
+    return _input_bound(f, evidence, _partly_confidence(f), caveats, partly=True)
+
+
+def _partly_confidence(f: Facts) -> float:
+    """Hedged, unless the cause is known from the loader's structure: workers handing over batches
+    cheaper to build than to hand over cost time by construction, and the ceiling measured how much."""
+    return th.CONFIDENCE_ONE_SIGNAL if f.cheap_batches is not None else th.CONFIDENCE_HEDGED
 
 
 def _partly_line(f: Facts) -> str:
