@@ -226,6 +226,9 @@ class Diagnose:
         runner.on_note(None, f"{why}: measuring num_workers settings.")
         limits = self.limits()
         assert limits is not None
+        if analysis.verdict.bottleneck is Bottleneck.IO and analysis.facts.cheap_batches is None:
+            # Loading waits on latency: fewer workers only put fewer reads in flight.
+            self._limits = limits = replace(limits, min_workers=analysis.facts.num_workers or 0)
         short = replace(
             runner, base=replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
         )

@@ -37,6 +37,7 @@ class Limits:
     confirm: bool = True  # measure the best and the script's own setting twice when they differ
     epoch_batches: int | None = None  # batches per epoch of the loader being swept
     prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
+    min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""
@@ -189,7 +190,7 @@ def rungs(points: Sequence[SweepPoint], limits: Limits) -> tuple[list[int], str 
     """The ladder as far as the limits allow, and the limit that cut it. Where a rung is over a
     limit, the largest setting under it that is not takes its place, as the last rung."""
     allowed: list[int] = []
-    for rung in ladder(limits.max_workers):
+    for rung in (r for r in ladder(limits.max_workers) if r >= limits.min_workers):
         why = _limited(points, rung, limits)
         if why is None:
             allowed.append(rung)

@@ -12,7 +12,7 @@ from fastload_cli.analyzer import Analysis, analyze, sweep
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
-from fastload_cli.records import Mode, RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import Bottleneck, Mode, RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS
 
@@ -157,3 +157,25 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
     )
     why = session.why_not_sweep(analysis(restarting))
     assert why is not None and "start-up every epoch" in why
+
+
+def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pipeline(monkeypatch)
+    measured = session.run_mode
+
+    def sleeping_workers(config, nvml, observer):  # loading sleeps: the workers idle, the wait is latency
+        run = measured(config, nvml, observer)
+        workers = run.loaders[0].num_workers
+        samples = b.host_samples(run.ended_ns, worker_cores=(0.05,) * workers, system_busy=0.3)
+        return dataclasses.replace(run, host_samples=samples)
+
+    monkeypatch.setattr(session, "run_mode", sleeping_workers)
+    plan = session.Diagnose(modes=DIAGNOSE_MODES, max_workers=32)
+    runner = session.Runner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    outcome = plan.execute(runner)
+    swept = [c.spec.workers for c in calls if c.spec.mode is Mode.WORKERS]
+    analysis = analyze(outcome.runs, plan.limits())
+    assert analysis.verdict.bottleneck is Bottleneck.IO
+    assert swept and min(swept) >= 2  # fewer workers than the script's 2 would hide less latency
+    limits = plan.limits()
+    assert limits is not None and limits.min_workers == 2

@@ -118,6 +118,12 @@ def test_latency_bound_climb_goes_past_the_core_count() -> None:
     assert order(points)[7:] == [12, 14]  # a plateau from 16 up: refined below the best
 
 
+def test_a_climb_with_a_floor_starts_at_the_scripts_own_setting() -> None:
+    points = search(latency_bound, Limits(min_workers=2), current=2)
+    assert order(points)[:5] == [2, 4, 8, 16, 32]
+    assert min(order(points)) == 2
+
+
 def test_one_worker_that_gains_nothing_does_not_end_the_climb() -> None:
     # the step is negligible: one worker loads exactly as fast as the main process did
     points = search(lambda w: 125.0 * max(w, 1), Limits(max_workers=8, refine=0), current=0)
