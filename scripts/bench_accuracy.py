@@ -102,7 +102,7 @@ def main() -> int:
     chosen = [c for c in CASES if (not args.cases or c.name in args.cases.split(",")) and (gpu or not c.gpu)]
 
     rows, all_agree = [], True
-    print(f"{'case':<21}{'expected':<44}{'got':<24}{'agree':<7}time to verdict s, median (range)", flush=True)
+    print(f"{'case':<21}{'expected':<50}{'got':<24}{'agree':<7}time to verdict s, median (range)", flush=True)
     for case in chosen:
         runs = [diagnose(case, args.options) for _ in range(args.repeats)]
         verdicts = [got(report) for report, _ in runs]
@@ -128,7 +128,7 @@ def main() -> int:
             }
         )
         print(
-            f"{case.name:<21}{expected:<44}{','.join(verdicts):<24}{agreed}/{len(runs):<5}"
+            f"{case.name:<21}{expected:<50}{','.join(verdicts):<24}{agreed}/{len(runs):<5}"
             f"{statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f})",
             flush=True,
         )
