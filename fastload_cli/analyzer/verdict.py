@@ -226,6 +226,11 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     return _input_bound(f, evidence, _partly_confidence(f), caveats, partly=True)
 
 
+def _in_sentence(label: str) -> str:
+    """A label continued after a colon: an ordinary first word in lower case, acronyms kept."""
+    return label[0].lower() + label[1:] if label[1:2].islower() else label
+
+
 def _partly_confidence(f: Facts) -> float:
     """Hedged, unless the cause is known from the loader's structure: workers handing over batches
     cheaper to build than to hand over cost time by construction, and the ceiling measured how much."""
@@ -354,7 +359,7 @@ def _input_bound(
     evidence.extend(cause.evidence)
     if not cause.certain:
         confidence *= th.CONFIDENCE_CAUSE_UNCLEAR
-    label = f"Partly input-bound: {cause.label}" if partly else cause.label
+    label = f"Partly input-bound: {_in_sentence(cause.label)}" if partly else cause.label
     return Verdict(
         bottleneck=cause.bottleneck,
         label=label,
