@@ -132,6 +132,7 @@ def gather_facts(
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
     no_aug = _first(runs, summaries, Mode.NO_AUG)
     real_run = real[0] if real else None
+    starts = startup_spans(real_run) if real_run else []
     return Facts(
         real=real[1] if real else None,
         synthetic=synthetic[1] if synthetic else None,
@@ -144,8 +145,8 @@ def gather_facts(
         disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
         sweep=_sweep(runs, summaries, limits or sweep.Limits()),
         batch=batch_info(real_run) if real_run else None,
-        epoch_startup_s=epoch_startups(real_run) if real_run else (),
-        startup_busy=startup_busy_fraction(real_run, startup_spans(real_run)) if real_run else None,
+        epoch_startup_s=tuple((end - start) / 1e9 for start, end in starts),
+        startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
         memory_available_bytes=real_run.memory_available_bytes if real_run else None,
@@ -170,11 +171,6 @@ def batch_info(run: RunResult) -> BatchInfo | None:
         pinned=all(pinned) if pinned and None not in pinned else None,
         leaves=layout.leaves,
     )
-
-
-def epoch_startups(run: RunResult) -> tuple[float, ...]:
-    """Each epoch's start-up in seconds: from iter() to its first batch, for the training loader."""
-    return tuple((end - start) / 1e9 for start, end in startup_spans(run))
 
 
 def startup_spans(run: RunResult) -> list[tuple[int, int]]:

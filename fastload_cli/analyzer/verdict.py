@@ -402,7 +402,8 @@ def find_cause(f: Facts) -> Cause:
         return Cause(Bottleneck.CPU, label, tuple(evidence), True)
     if busy > th.LOADER_IDLE and (reads := _reads_line(f, who, busy)) is not None:
         evidence.append(reads)
-        return Cause(Bottleneck.IO, "IO-bound input pipeline (storage reads)", (*evidence, *_io_lines(f)), True)
+        lines = (*evidence, *_io_lines(f, read_rate=False))  # the reads line already quotes the rate
+        return Cause(Bottleneck.IO, "IO-bound input pipeline (storage reads)", lines, True)
     if busy >= th.LOADER_BUSY or (busy > th.LOADER_IDLE and system is not None and system >= th.CPU_SATURATED):
         evidence.append(f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work.")
         return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
@@ -485,7 +486,7 @@ def _saturation(f: Facts) -> tuple[str, ...]:
     return (f"The CPUs{cores} were {pct(system)} busy: there is room for more parallel loading.",)
 
 
-def _io_lines(f: Facts) -> tuple[str, ...]:
+def _io_lines(f: Facts, *, read_rate: bool = True) -> tuple[str, ...]:
     assert f.real is not None
     lines = []
     system = f.real.system_cpu_busy_fraction
@@ -494,7 +495,7 @@ def _io_lines(f: Facts) -> tuple[str, ...]:
         lines.append(f"The machine's CPUs were {only}{pct(system)} busy.")
     if f.real.iowait_fraction is not None and f.real.iowait_fraction >= th.IOWAIT_NOTABLE:
         lines.append(f"{pct(f.real.iowait_fraction)} of CPU time was iowait: storage stalls.")
-    if f.real.read_bytes_per_s is not None and f.real.read_bytes_per_s >= th.READ_RATE_NOTABLE:
+    if read_rate and f.real.read_bytes_per_s is not None and f.real.read_bytes_per_s >= th.READ_RATE_NOTABLE:
         lines.append(f"The run read {f.real.read_bytes_per_s / 1e6:.1f} MB/s from storage.")
     return tuple(lines)
 

@@ -348,5 +348,6 @@ def test_busy_workers_whose_cpu_goes_to_the_kernel_while_reading_are_io_bound() 
     v = decide(reading(0.89, 7.8e8))
     assert v.bottleneck is Bottleneck.IO and "storage reads" in v.label
     assert any("89%" in line and "780 MB/s" in line for line in v.evidence)
+    assert sum("MB/s" in line for line in v.evidence) == 1  # the rate is quoted once
     assert decide(reading(0.2, 7.8e8)).bottleneck is Bottleneck.CPU  # decoding in user space
     assert decide(reading(0.89, 0.0)).bottleneck is Bottleneck.CPU  # kernel work, but no reads
