@@ -5,7 +5,7 @@ Planted: cpu.    python gpu_input_bound.py
 """
 
 import torch
-from _gpu import cuda_device
+from _gpu import cuda_device, train
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
@@ -30,14 +30,7 @@ def main():
     loader = DataLoader(Photos(), batch_size=64, num_workers=2, pin_memory=True)
     model = nn.Sequential(nn.Conv2d(3, 32, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(32, 10)).to(device)  # fmt: skip
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(20):
-        for x, y in loader:
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, device)
 
 
 if __name__ == "__main__":

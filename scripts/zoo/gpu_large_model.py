@@ -7,7 +7,7 @@ Planted: compute.    python gpu_large_model.py
 from itertools import pairwise
 
 import torch
-from _gpu import cuda_device
+from _gpu import cuda_device, train
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -31,14 +31,7 @@ def main():
     model = nn.Sequential(
         *[block(a, b) for a, b in pairwise(widths)], nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1024, 10)
     ).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(20):
-        for x, y in loader:
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, device)
 
 
 if __name__ == "__main__":

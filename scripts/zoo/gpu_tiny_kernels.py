@@ -5,7 +5,7 @@ Planted: host.    python gpu_tiny_kernels.py
 """
 
 import torch
-from _gpu import cuda_device
+from _gpu import cuda_device, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -16,14 +16,7 @@ def main():
     loader = DataLoader(data, batch_size=16, shuffle=True)
     layers = [m for _ in range(60) for m in (nn.Linear(64, 64), nn.ReLU())]
     model = nn.Sequential(*layers, nn.Linear(64, 10)).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(20):
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, device)
 
 
 if __name__ == "__main__":

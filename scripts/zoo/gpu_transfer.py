@@ -5,7 +5,7 @@ Planted: transfer, with pin_memory as the fix.    python gpu_transfer.py
 """
 
 import torch
-from _gpu import cuda_device
+from _gpu import cuda_device, train
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -25,14 +25,7 @@ def main():
     device = cuda_device()
     loader = DataLoader(Frames(), batch_size=64, num_workers=4)
     model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(192, 10)).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(20):
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    train(loader, model, device)
 
 
 if __name__ == "__main__":
