@@ -282,11 +282,7 @@ def loader_busy_fraction(run: RunResult, steps: list[Step], window: list[Span], 
             return None
         on_cpu = sum((s.batch.thread_cpu_ns or 0) + (s.batch.thread_runq_ns or 0) for s in steps)
         return min(1.0, on_cpu / waited)
-    cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
-    if cpu is None:
-        return None
-    runq = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.runq_s) or 0.0
-    return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
+    return workers_busy_fraction(run, window, window_s)
 
 
 def loader_kernel_fraction(run: RunResult, window: list[Span]) -> float | None:
@@ -301,15 +297,19 @@ def loader_kernel_fraction(run: RunResult, window: list[Span]) -> float | None:
 def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
     """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
     CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
+    return workers_busy_fraction(run, starts, sum(end - start for start, end in starts) / NS)
+
+
+def workers_busy_fraction(run: RunResult, window: list[Span], window_s: float) -> float | None:
+    """The DataLoader workers' CPU and run-queue time over the window, per worker."""
     loader = primary_loader(run)
-    total_s = sum(end - start for start, end in starts) / NS
-    if loader is None or loader.num_workers == 0 or total_s <= 0:
+    if loader is None or loader.num_workers == 0 or window_s <= 0:
         return None
-    cpu = role_delta(run.host_samples, ProcRole.WORKER, starts, lambda p: p.cpu_s)
+    cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
     if cpu is None:
         return None
-    runq = role_delta(run.host_samples, ProcRole.WORKER, starts, lambda p: p.runq_s) or 0.0
-    return min(1.0, (cpu + runq) / (total_s * loader.num_workers))
+    runq = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.runq_s) or 0.0
+    return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
 
 
 def gpu_util_percent(run: RunResult, window: list[Span]) -> float | None:
