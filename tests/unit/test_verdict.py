@@ -259,12 +259,18 @@ def test_a_high_wait_with_an_in_between_ceiling_is_hedged() -> None:
     assert any("1.20x" in line for line in v.evidence)
 
 
+def on_tensor_dataset(real, synthetic) -> Facts:
+    """A TensorDataset loaded by 4 workers: its batches cost less to build than to hand over."""
+    return dataclasses.replace(
+        facts(real, synthetic), loader=dataclasses.replace(b.loader(num_workers=4), dataset_type="TensorDataset")
+    )
+
+
 def test_idle_workers_handing_over_in_memory_batches_are_overhead_not_io() -> None:
-    f = dataclasses.replace(
-        facts(b.summary(wait=0.13, busy=0.09, system=1.0, compute_ms=20.0),
-              b.summary("synthetic", throughput=157.0, compute_ms=14.0)),
-        loader=dataclasses.replace(b.loader(num_workers=4), dataset_type="TensorDataset"),
-    )  # fmt: skip
+    f = on_tensor_dataset(
+        b.summary(wait=0.13, busy=0.09, system=1.0, compute_ms=20.0),
+        b.summary("synthetic", throughput=157.0, compute_ms=14.0),
+    )
     v = decide(f)
     assert v.bottleneck is Bottleneck.CPU
     assert "handing batches over" in v.label
@@ -316,11 +322,10 @@ def swept(speedup: float) -> SweepResult:
 
 def test_workers_handing_over_cheap_batches_cost_the_step_and_a_sweep_confirms_it() -> None:
     # in-memory tensors on 4 workers: the loop waits 9%, the ceiling is 1.31x, the step slowed 1.2x
-    cheap = dataclasses.replace(
-        facts(b.summary(wait=0.09, busy=0.08, system=1.0, compute_ms=12.0),
-              b.summary("synthetic", throughput=131.0, compute_ms=10.0)),
-        loader=dataclasses.replace(b.loader(num_workers=4), dataset_type="TensorDataset"),
-    )  # fmt: skip
+    cheap = on_tensor_dataset(
+        b.summary(wait=0.09, busy=0.08, system=1.0, compute_ms=12.0),
+        b.summary("synthetic", throughput=131.0, compute_ms=10.0),
+    )
     v = decide(cheap)
     assert (
         v.bottleneck is Bottleneck.CPU
