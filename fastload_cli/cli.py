@@ -319,6 +319,7 @@ def make_config(
     cwd: Path | None = None,
 ) -> RunConfig:
     from fastload_cli.config import check_counts, check_script
+    from fastload_cli.records import ChildSpec
 
     check_counts(warmup=warmup, max_batches=max_batches, timeout_s=timeout)
     cwd = cwd or Path.cwd()
@@ -326,11 +327,9 @@ def make_config(
         script=check_script(script, cwd),
         script_arg0=script,
         script_args=tuple(script_args or ()),
-        warmup=warmup,
+        child=ChildSpec(warmup=warmup, keep_transforms=tuple(keep or ()), drop_transforms=tuple(drop or ())),
         max_batches=max_batches,
         timeout_s=timeout,
-        keep_transforms=tuple(keep or ()),
-        drop_transforms=tuple(drop or ()),
         cwd=cwd,
     )
 

@@ -6,9 +6,10 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from fastload_cli.errors import FastloadError, ScriptNotFoundError
-from fastload_cli.records import Mode, ModeSpec
+from fastload_cli.records import ChildSpec, Mode, ModeSpec
 
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
@@ -35,30 +36,38 @@ DIAGNOSE_MODES = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
-    """One run of the script under one mode."""
+    """One run of the script: what the child is told (``child``) and how the parent runs it."""
 
     script: Path  # absolute path of the script
     script_arg0: str  # the script path as the user wrote it (becomes sys.argv[0])
     script_args: tuple[str, ...] = ()
-    spec: ModeSpec = field(default_factory=lambda: ModeSpec(mode=Mode.REAL))
-    warmup: int = DEFAULT_WARMUP
+    child: ChildSpec = field(default_factory=lambda: ChildSpec(warmup=DEFAULT_WARMUP))
     max_batches: int = DEFAULT_MAX_BATCHES
     timeout_s: float = DEFAULT_TIMEOUT_S
-    keep_transforms: tuple[str, ...] = ()
-    drop_transforms: tuple[str, ...] = ()
     python: str = sys.executable
     cwd: Path = field(default_factory=Path.cwd)
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
-    breakdown_items: int = 0  # >0: a breakdown run, timing this many samples step by step
     py_spy_s: float = 0.0  # >0: sample the loading processes with py-spy this long (real mode)
+
+    @property
+    def spec(self) -> ModeSpec:
+        return self.child.mode
+
+    @property
+    def warmup(self) -> int:
+        return self.child.warmup
 
     @property
     def requested_batches(self) -> int:
         return self.warmup + self.max_batches
 
     def with_mode(self, spec: ModeSpec) -> RunConfig:
-        return replace(self, spec=spec)
+        return self.with_child(mode=spec)
+
+    def with_child(self, **changes: Any) -> RunConfig:
+        """This run with some of the child's settings changed (``warmup=``, ``mode=``, ...)."""
+        return replace(self, child=replace(self.child, **changes))
 
 
 def check_counts(*, warmup: int, max_batches: int, timeout_s: float) -> None:

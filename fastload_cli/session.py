@@ -72,7 +72,7 @@ class Runner:
         """One run; measured again when other processes skewed it. ``first``: the run that must
         measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
-        if spec.mode is not Mode.REAL or config.breakdown_items:
+        if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
         if first:
@@ -123,8 +123,7 @@ def point_config(base: RunConfig, spec: ModeSpec, prefetch_factor: int | None) -
     workers = spec.workers or 0
     burst = workers * (spec.prefetch_factor or prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
     return replace(
-        base.with_mode(spec),
-        warmup=max(base.warmup, burst),
+        base.with_child(mode=spec, warmup=max(base.warmup, burst)),
         max_batches=max(base.max_batches, th.SWEEP_ROUNDS * workers),
     )
 
@@ -240,7 +239,8 @@ def run_breakdown(runner: Runner, done: Outcome) -> Outcome:
     at the first DataLoader iteration, and ends there."""
     runner.on_note(None, f"Timing each loading step on {DEFAULT_BREAKDOWN_ITEMS} samples (breakdown).")
     config = replace(
-        runner.base.with_mode(ModeSpec(mode=Mode.REAL)), breakdown_items=DEFAULT_BREAKDOWN_ITEMS, py_spy_s=0.0
+        runner.base.with_child(mode=ModeSpec(mode=Mode.BREAKDOWN), breakdown_items=DEFAULT_BREAKDOWN_ITEMS),
+        py_spy_s=0.0,
     )
     try:
         run = run_mode(config, None, Observer())
@@ -319,7 +319,7 @@ def _load_below(run: RunResult, load: float) -> bool:
 
 
 def _why_skip(spec: ModeSpec, done: list[RunResult], base: RunConfig) -> str | None:
-    if spec.mode is not Mode.NO_AUG or base.drop_transforms:
+    if spec.mode is not Mode.NO_AUG or base.child.drop_transforms:
         return None
     real = next((r for r in done if r.spec.mode is Mode.REAL), None)
     if real is not None and not any(lo.augmentations for lo in real.loaders):

@@ -47,8 +47,10 @@ def per_batch(n=600):
     for _ in range(n): next(it)
     return (time.perf_counter_ns() - t) / n
 plain = statistics.median(per_batch() for _ in range(9))
-from fastload_cli.runner.hooks import Channel, ChildOptions, install
-install(Channel(os.open(os.devnull, os.O_WRONLY)), ChildOptions())
+from fastload_cli.records import ChildSpec
+from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.hooks import install
+install(Channel(os.open(os.devnull, os.O_WRONLY)), ChildSpec())
 hooked = statistics.median(per_batch() for _ in range(9))
 print((hooked - plain) / 1000)
 """

@@ -2,7 +2,7 @@
 
 Started by ``runner/launch.py`` as::
 
-    python -c BOOTSTRAP <fastload package dir> <options json> <script as given> [script args...]
+    python -c BOOTSTRAP <fastload package dir> <ChildSpec as JSON> <script as given> [script args...]
 
 The script sees ``__name__ == "__main__"``, ``sys.argv`` = [script, args...], ``sys.path[0]`` =
 the script's directory and the caller's working directory, as under ``python script.py``.
@@ -26,8 +26,10 @@ import types
 from types import FrameType, TracebackType
 from typing import NoReturn
 
-from fastload_cli.records import CHANNEL_FD_ENV, EventKind, StopReason
+from fastload_cli.records import CHANNEL_FD_ENV, ChildSpec, EventKind, StopReason
 from fastload_cli.runner import hooks
+from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.modes import MeasurementDone
 
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child import main; main()"
 STOP_SIGNAL = signal.SIGRTMIN + 1  # unlikely to be used by training scripts (SIGUSR1 often is)
@@ -108,12 +110,12 @@ def exec_as_main(script_file: str) -> None:
     exec(code, module.__dict__)
 
 
-def run_script(channel: hooks.Channel, script_file: str) -> tuple[StopReason, int]:
+def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
     """Run the script to its end, a stop, or an uncaught exception."""
     try:
         exec_as_main(script_file)
         return StopReason.SCRIPT_ENDED, 0
-    except (StopRun, hooks.MeasurementDone):
+    except (StopRun, MeasurementDone):
         return StopReason.ENOUGH_BATCHES, 0
     except SystemExit as exc:
         return StopReason.SCRIPT_ENDED, _exit_code(exc)
@@ -133,14 +135,14 @@ def run_script(channel: hooks.Channel, script_file: str) -> tuple[StopReason, in
 
 
 def main() -> NoReturn:
-    options = hooks.ChildOptions.from_json(sys.argv[1])
+    spec = ChildSpec.from_json(sys.argv[1])
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
     fd = int(os.environ.pop(CHANNEL_FD_ENV))
     os.set_inheritable(fd, False)
-    channel = hooks.Channel(fd)
+    channel = Channel(fd)
     _die_with_parent()
     script_file = _prepare_sys(script_arg0, script_args)
-    installed = hooks.install(channel, options)
+    installed = hooks.install(channel, spec)
     channel.emit(EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat)
     signal.signal(STOP_SIGNAL, _on_stop_signal)
     reason, code = run_script(channel, script_file)

@@ -1,13 +1,18 @@
-"""Inside the child: patch ``torch.utils.data.DataLoader``, apply the mode, stream events.
+"""Inside the child: the sensor. It patches ``torch.utils.data.DataLoader``, times every batch
+where the training loop blocks, counts it once, streams events, and calls the run's mode
+(``modes.py``) at its hook points.
 
 The patches are installed when the script first imports ``torch.utils.data.dataloader`` (an
 import hook), so fastload never imports torch ahead of the script. What is patched:
 
-* ``DataLoader.__init__``: applies the mode's overrides (``workers=N``, ``no-aug``) before the
-  original constructor runs, then reports the loader's settings.
-* ``DataLoader.__iter__``: reports each epoch's iterator, its start-up time and worker pids.
-* ``_BaseDataLoaderIter.__next__``: times the blocking wait for every batch (the point where the
-  training loop blocks), and in ``synthetic`` mode replays copies of one cached batch.
+* ``DataLoader.__init__``: the mode's ``before_init`` (``workers=N`` overrides) runs before the
+  original constructor, its ``after_init`` (``no-aug``) after it; then the loader's settings are
+  reported.
+* ``DataLoader.__iter__``: the mode's ``start_epoch`` gives the iterator (``synthetic`` replays
+  without workers; the breakdown ends the script there); each epoch's iterator is reported with
+  its start-up time and worker pids.
+* ``_BaseDataLoaderIter.__next__``: the mode's ``next_batch``; the blocking wait for every batch
+  is timed and reported.
 * A subclass's own ``__iter__`` (one that runs the base iterator in a background thread, say):
   what it returns is wrapped, so batches are timed and counted once, where the loop takes them;
   the base iterator inside it still applies the mode but reports nothing.
@@ -17,97 +22,25 @@ Only the stdlib (and torch, through the objects it patches) is used here.
 
 from __future__ import annotations
 
-import copy
 import importlib.abc
 import importlib.machinery
 import inspect
 import itertools
-import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.records import EventKind, Mode
-from fastload_cli.runner import breakdown, transforms
+from fastload_cli.records import ChildSpec, EventKind
+from fastload_cli.runner import transforms
+from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, safe_len
+from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce, actuator
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
-SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
-MAX_LEAVES = 64  # tensors walked per batch (sizes and bytes); deeper structures are truncated
-MAX_DEPTH = 6
-MAX_ITEMS = 256  # items looked at per container: a list of a million file names is not walked
-
-
-# --------------------------------------------------------------------------------------------
-# The event channel
-# --------------------------------------------------------------------------------------------
-
-
-class Channel:
-    """Writes one JSON line per event to the parent's pipe; silent in forked workers."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._broken = False
-
-    def emit(self, kind: EventKind, **fields: Any) -> None:
-        if self._broken or os.getpid() != self._pid:
-            return
-        fields["kind"] = kind.value
-        data = (json.dumps(fields, separators=(",", ":"), default=str) + "\n").encode()
-        with self._lock:
-            try:
-                while data:
-                    data = data[os.write(self._fd, data) :]
-            except OSError:  # the parent is gone: keep the script running, stop reporting
-                self._broken = True
-
-
-@dataclass(frozen=True, slots=True)
-class ChildOptions:
-    """The child's instructions, passed as JSON on its command line."""
-
-    mode: str = Mode.REAL.value
-    workers: int | None = None
-    warmup: int = 5
-    keep_transforms: tuple[str, ...] = ()
-    drop_transforms: tuple[str, ...] = ()
-    prefetch_factor: int | None = None
-    pin_memory: bool | None = None
-    breakdown: int = 0  # >0: time this many samples of the first loader iterated, step by step, then end
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mode": self.mode,
-                "breakdown": self.breakdown,
-                "workers": self.workers,
-                "prefetch_factor": self.prefetch_factor,
-                "pin_memory": self.pin_memory,
-                "warmup": self.warmup,
-                "keep_transforms": list(self.keep_transforms),
-                "drop_transforms": list(self.drop_transforms),
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> ChildOptions:
-        raw = json.loads(text)
-        return cls(
-            mode=raw["mode"],
-            workers=raw["workers"],
-            prefetch_factor=raw.get("prefetch_factor"),
-            pin_memory=raw.get("pin_memory"),
-            breakdown=raw.get("breakdown", 0),
-            warmup=raw["warmup"],
-            keep_transforms=tuple(raw["keep_transforms"]),
-            drop_transforms=tuple(raw["drop_transforms"]),
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,123 +83,20 @@ class ThreadClock:
         return time.thread_time_ns(), self._runq() if self.schedstat else None
 
 
-# --------------------------------------------------------------------------------------------
-# Batches: size, bytes, layout, copies
-# --------------------------------------------------------------------------------------------
-
-
-def _is_tensor(obj: object) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.Tensor)
-
-
-def tensor_leaves(batch: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
-    """(path, tensor) for the tensors in a batch: tensors, sequences, mappings, objects."""
-    if _is_tensor(batch):
-        yield path or "batch", batch
-    elif depth >= MAX_DEPTH or isinstance(batch, (str, bytes)):
-        return
-    elif isinstance(batch, Mapping):
-        for key, value in itertools.islice(batch.items(), MAX_ITEMS):
-            yield from tensor_leaves(value, f"{path}[{key!r}]", depth + 1)
-    elif isinstance(batch, Sequence):
-        for i, value in enumerate(itertools.islice(batch, MAX_ITEMS)):
-            yield from tensor_leaves(value, f"{path}[{i}]", depth + 1)
-    elif hasattr(batch, "__dict__"):
-        for key, value in itertools.islice(vars(batch).items(), MAX_ITEMS):
-            yield from tensor_leaves(value, f"{path}.{key}", depth + 1)
-
-
-def batch_size_and_bytes(batch: Any, collated: bool) -> tuple[int, int]:
-    """Samples in the batch (first tensor's leading dimension when collated) and its bytes."""
-    samples, nbytes = (0 if collated else 1), 0
-    for _, tensor in itertools.islice(tensor_leaves(batch), MAX_LEAVES):
-        if samples == 0 and tensor.dim() > 0:
-            samples = int(tensor.shape[0])
-        nbytes += tensor.element_size() * tensor.nelement()
-    return max(samples, 1), nbytes
-
-
-def _is_pinned(tensor: Any) -> bool | None:
-    torch = sys.modules["torch"]
-    if tensor.device.type != "cpu":
-        return False
-    if not torch.cuda.is_initialized():  # pinning initialises CUDA: nothing can be pinned yet
-        return False
-    try:
-        return bool(tensor.is_pinned())
-    except RuntimeError:
-        return None
-
-
-def batch_layout(batch: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "path": path,
-            "dtype": str(t.dtype).removeprefix("torch."),
-            "shape": list(t.shape),
-            "nbytes": t.element_size() * t.nelement(),
-            "pinned": _is_pinned(t),
-            "device": str(t.device),
-        }
-        for path, t in itertools.islice(tensor_leaves(batch), MAX_LEAVES)
-    ]
-
-
-def copy_batch(batch: Any) -> Any:
-    """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned."""
-    if _is_tensor(batch):
-        if _is_pinned(batch):
-            return sys.modules["torch"].empty_like(batch, pin_memory=True).copy_(batch)
-        return batch.clone()
-    if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
-        return batch
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(copy_batch(v) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(copy_batch(v) for v in batch)
-    if type(batch) is dict:
-        return {k: copy_batch(v) for k, v in batch.items()}
-    return copy.deepcopy(batch)
-
-
-# --------------------------------------------------------------------------------------------
-# Per-loader and per-epoch state
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class LoaderState:
-    loader_id: int
-    collated: bool
-    replay: Callable[[Any, EpochState], Any]  # synthetic mode: serve the cached batch
-    batches: int = 0  # delivered so far, all epochs
-    cached: Any = None  # synthetic mode: the batch replayed after warm-up
-    cache_ready: bool = False
-    cache_failed: bool = False
-    # The loader's class overrides __iter__ (a background-thread prefetcher, say): batches are
-    # timed where its iterator hands them to the loop, and the base iterator inside stays silent.
-    outer: bool = False
-
-
-@dataclass(slots=True)
-class EpochState:
-    loader: LoaderState
-    iterator_id: int
-    index: int = 0
-    inner: bool = False  # a base iterator inside an overriding __iter__: not timed, not reported
-
-
 @dataclass
 class Hooks:
     """The patches and what they share; one instance per child."""
 
     channel: Channel
-    options: ChildOptions
+    spec: ChildSpec
     clock: ThreadClock = field(default_factory=ThreadClock)
+    mode: Actuator = field(init=False)
     _loader_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _iterator_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _env_sent: bool = False
+
+    def __post_init__(self) -> None:
+        self.mode = actuator(self.spec, self.channel, self.timed)
 
     # -- installation ---------------------------------------------------------------------
 
@@ -293,60 +123,24 @@ class Hooks:
                 original(loader, *args, **kwargs)
                 return
             loader_id = next(hooks._loader_ids)
-            original_workers = hooks._override_workers(bound.arguments, loader_id)
+            original_workers = hooks.mode.before_init(bound.arguments, loader_id)
             original(*bound.args, **bound.kwargs)
             hooks._after_init(loader, loader_id, original_workers)
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         return __init__
 
-    def _override_workers(self, arguments: dict[str, Any], loader_id: int) -> int | None:
-        """``workers=N``: set num_workers (and drop settings that need workers when N is 0), and
-        prefetch_factor / pin_memory when the run asks for them."""
-        options = self.options
-        if options.mode != Mode.WORKERS.value or options.workers is None:
-            return None
-        original = int(arguments.get("num_workers", 0))
-        arguments["num_workers"] = options.workers
-        if options.workers == 0:
-            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
-                if arguments.get(name, neutral) != neutral:
-                    self._set(arguments, loader_id, name, neutral)
-        elif options.prefetch_factor is not None:
-            self._set(arguments, loader_id, "prefetch_factor", options.prefetch_factor)
-        if options.pin_memory is not None:
-            self._set(arguments, loader_id, "pin_memory", options.pin_memory)
-        self._report_override(loader_id, "num_workers", options.workers, original)
-        return original
-
-    def _set(self, arguments: dict[str, Any], loader_id: int, name: str, value: object) -> None:
-        old = arguments.get(name)
-        arguments[name] = value
-        self._report_override(loader_id, name, value, old)
-
-    def _report_override(self, loader_id: int, name: str, value: object, old: object = None) -> None:
-        self.channel.emit(
-            EventKind.SUBSTITUTION,
-            loader_id=loader_id,
-            location=f"DataLoader({name}=...)",
-            original=f"{name}={old!r}" if old is not None else name,
-            replacement=f"{name}={value!r}",
-            guessed=False,
-        )
-
     def _after_init(self, loader: Any, loader_id: int, original_workers: int | None) -> None:
-        keep = frozenset(self.options.keep_transforms)
-        drop = frozenset(self.options.drop_transforms)
+        keep = frozenset(self.spec.keep_transforms)
+        drop = frozenset(self.spec.drop_transforms)
         try:
             found = transforms.find_augmentations(loader.dataset, keep, drop)
-            if self.options.mode == Mode.NO_AUG.value:
-                self._derandomize(loader, loader_id, keep, drop)
+            self.mode.after_init(loader, loader_id)
         except Exception as exc:  # fastload's own walk must never break the script's loader
             found = []
-            self._report_problem(loader_id, f"transforms not inspected: {type(exc).__name__}: {exc}")
-        loader._fastload_state = LoaderState(
-            loader_id=loader_id, collated=bool(loader._auto_collation), replay=self._replay
-        )
+            problem = f"transforms not inspected: {type(exc).__name__}: {exc}"
+            self.channel.substitution(loader_id, "dataset", problem, "unchanged")
+        loader._fastload_state = LoaderState(loader_id=loader_id, collated=bool(loader._auto_collation))
         self._wrap_override(type(loader))
         context = loader.multiprocessing_context
         self.channel.emit(
@@ -359,35 +153,11 @@ class Hooks:
             persistent_workers=bool(loader.persistent_workers),
             prefetch_factor=loader.prefetch_factor,
             dataset_type=type(loader.dataset).__qualname__,
-            dataset_len=_safe_len(loader.dataset),
+            dataset_len=safe_len(loader.dataset),
             iterable_dataset=loader._dataset_kind == 1,
             multiprocessing_context=context.get_start_method() if context is not None else None,
             augmentations=[f.original for f in found],
             original_num_workers=original_workers,
-        )
-
-    def _derandomize(self, loader: Any, loader_id: int, keep: frozenset[str], drop: frozenset[str]) -> None:
-        walk = transforms.derandomize(loader.dataset, keep, drop)
-        for item in walk.found:
-            self.channel.emit(
-                EventKind.SUBSTITUTION,
-                loader_id=loader_id,
-                location=item.location,
-                original=item.original,
-                replacement=item.replacement,
-                guessed=item.guessed,
-            )
-        for problem in walk.problems:
-            self._report_problem(loader_id, problem)
-
-    def _report_problem(self, loader_id: int, problem: str) -> None:
-        self.channel.emit(
-            EventKind.SUBSTITUTION,
-            loader_id=loader_id,
-            location="dataset",
-            original=problem,
-            replacement="unchanged",
-            guessed=False,
         )
 
     # -- DataLoader.__iter__ ---------------------------------------------------------------
@@ -398,14 +168,11 @@ class Hooks:
         def __iter__(loader: Any) -> Any:
             started = time.monotonic_ns()
             state = getattr(loader, "_fastload_state", None)
-            if hooks.options.breakdown and state is not None:
-                hooks._break_down(loader, state)
-            if state is not None and state.cache_ready:  # synthetic: no workers, no loading
-                iterator: Any = ReplayIterator(_safe_len(loader))
-            else:
-                iterator = original(loader)
+            if state is None:
+                return original(loader)  # built before the patches: not measured
+            iterator = hooks.mode.start_epoch(loader, state, original)
             ready = time.monotonic_ns()
-            if state is None or not hasattr(iterator, "_num_yielded"):
+            if not hasattr(iterator, "_num_yielded"):
                 return iterator  # not a DataLoader iterator we can time
             reused = getattr(iterator, "_fastload_epoch", None) is not None
             epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids), inner=state.outer)
@@ -423,16 +190,6 @@ class Hooks:
 
         __iter__.__wrapped__ = original  # type: ignore[attr-defined]
         return __iter__
-
-    def _break_down(self, loader: Any, state: LoaderState) -> None:
-        """The breakdown run: time the first loader iterated, step by step, before any worker
-        starts, report it, and end the script."""
-        try:
-            fields = breakdown.measure(loader, self.options.breakdown, sys.modules["torch"])
-        except Exception as exc:  # the dataset resisted being timed: say so
-            fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
-        self.channel.emit(EventKind.BREAKDOWN, loader_id=state.loader_id, **fields)
-        raise MeasurementDone
 
     # -- a subclass's own __iter__ ---------------------------------------------------------
 
@@ -481,51 +238,17 @@ class Hooks:
 
     def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         hooks = self
-        synthetic = self.options.mode == Mode.SYNTHETIC.value
-        replay_after = max(self.options.warmup, 1)
 
         def __next__(iterator: Any) -> Any:
             epoch = getattr(iterator, "_fastload_epoch", None)
             if epoch is None:
                 return original(iterator)
-            if synthetic and epoch.loader.cache_ready:
-                return hooks._replay(iterator, epoch)
-            batch = hooks._timed(epoch, original, iterator, synthetic=False)
-            if synthetic and epoch.loader.batches >= replay_after and not epoch.loader.cache_failed:
-                hooks._cache(iterator, epoch.loader, batch)
-            return batch
+            return hooks.mode.next_batch(iterator, epoch, original)
 
         __next__.__wrapped__ = original  # type: ignore[attr-defined]
         return __next__
 
-    def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
-        """Synthetic mode: keep a copy of ``batch`` to replay; a batch that cannot be copied
-        leaves this loader real (and says why) rather than break the script."""
-        try:
-            loader.cached = copy_batch(batch)
-        except Exception as exc:
-            loader.cache_failed = True
-            self.channel.emit(
-                EventKind.SUBSTITUTION,
-                loader_id=loader.loader_id,
-                location=SYNTHETIC_LOCATION,
-                original=f"{type(batch).__qualname__} batch cannot be copied ({type(exc).__name__}: {exc})",
-                replacement="not replayed: this loader stays real",
-                guessed=False,
-            )
-            return
-        loader.cache_ready = True
-        _stop_workers(iterator)
-
-    def _replay(self, iterator: Any, epoch: EpochState) -> Any:
-        """Synthetic mode: a fresh copy of the cached batch, with the epoch's length kept."""
-        length = _safe_len(iterator)
-        if length is not None and iterator._num_yielded >= length:
-            raise StopIteration
-        iterator._num_yielded += 1
-        return self._timed(epoch, lambda _: copy_batch(epoch.loader.cached), iterator, synthetic=True)
-
-    def _timed(self, epoch: EpochState, produce: Callable[[Any], Any], iterator: Any, *, synthetic: bool) -> Any:
+    def timed(self, epoch: EpochState, produce: Produce, iterator: Any, *, synthetic: bool) -> Any:
         """``produce(iterator)``, timed where the loop blocks, with the waiting thread's CPU and
         run-queue time; the batch is reported and returned (by the outer iterator only, when an
         overriding ``__iter__`` wraps this one)."""
@@ -576,10 +299,6 @@ class Hooks:
         self.channel.emit(EventKind.LAYOUT, loader_id=loader_id, python_type=type(batch).__qualname__, leaves=leaves)
 
 
-class MeasurementDone(BaseException):
-    """Raised in the script's main thread when a measurement pass has what it came for."""
-
-
 _outer_calls = threading.local()  # inside an overriding __iter__ being timed, per thread
 
 
@@ -595,55 +314,15 @@ class OuterIterator:
         return self
 
     def __next__(self) -> Any:
-        loader = self._epoch.loader
-        return self._hooks._timed(self._epoch, lambda it: next(it), self._inner, synthetic=loader.cache_ready)
+        replay = self._hooks.mode.replaying(self._epoch.loader)
+        return self._hooks.timed(self._epoch, lambda it: next(it), self._inner, synthetic=replay)
 
     def __getattr__(self, name: str) -> Any:  # close(), send() and whatever else the script uses
         return getattr(self._inner, name)
 
 
-class ReplayIterator:
-    """Synthetic mode, once a batch is cached: an epoch with no loading at all.
-
-    Stands in for a DataLoader iterator (``_num_yielded``, ``len``); ``__next__`` is routed to
-    the replay by the patched ``_BaseDataLoaderIter.__next__`` logic through ``Hooks``.
-    """
-
-    def __init__(self, length: int | None) -> None:
-        self._num_yielded = 0
-        self._length = length
-        self._fastload_epoch: EpochState | None = None
-
-    def __iter__(self) -> ReplayIterator:
-        return self
-
-    def __len__(self) -> int:
-        if self._length is None:
-            raise TypeError("this loader has no length")
-        return self._length
-
-    def __next__(self) -> Any:
-        assert self._fastload_epoch is not None
-        return self._fastload_epoch.loader.replay(self, self._fastload_epoch)
-
-
-def _stop_workers(iterator: Any) -> None:
-    """Shut down a multiprocessing iterator's workers: in synthetic mode they have no more work,
-    and leaving them prefetching would take CPU from the step being measured."""
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is not None:
-        shutdown()
-
-
 def _delta(before: int | None, after: int | None) -> int | None:
     return None if before is None or after is None else after - before
-
-
-def _safe_len(obj: Any) -> int | None:
-    try:
-        return len(obj)
-    except Exception:  # IterableDataset without __len__, samplers that raise
-        return None
 
 
 def torch_env(final: bool) -> dict[str, Any]:
@@ -696,8 +375,8 @@ class PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install(channel: Channel, options: ChildOptions) -> Hooks:
-    hooks = Hooks(channel=channel, options=options)
+def install(channel: Channel, spec: ChildSpec) -> Hooks:
+    hooks = Hooks(channel=channel, spec=spec)
     module = sys.modules.get(DATALOADER_MODULE)
     if module is not None:
         hooks.install(module)

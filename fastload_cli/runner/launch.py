@@ -40,7 +40,6 @@ from fastload_cli.records import (
 )
 from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
-from fastload_cli.runner.hooks import ChildOptions
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count
 from fastload_cli.samplers.pyspy import PySpy
@@ -63,18 +62,9 @@ class Observer:
 
 
 def child_command(config: RunConfig) -> list[str]:
-    options = ChildOptions(
-        mode=config.spec.mode.value,
-        workers=config.spec.workers,
-        prefetch_factor=config.spec.prefetch_factor,
-        pin_memory=config.spec.pin_memory,
-        breakdown=config.breakdown_items,
-        warmup=config.warmup,
-        keep_transforms=config.keep_transforms,
-        drop_transforms=config.drop_transforms,
-    )
     package_parent = str(Path(fastload_cli.__file__).resolve().parent.parent)
-    return [config.python, "-c", BOOTSTRAP, package_parent, options.to_json(), config.script_arg0, *config.script_args]
+    spec = config.child.to_json()
+    return [config.python, "-c", BOOTSTRAP, package_parent, spec, config.script_arg0, *config.script_args]
 
 
 class _Run:

@@ -8,8 +8,9 @@ from collections import namedtuple
 
 import torch
 
-from fastload_cli.records import EventKind
-from fastload_cli.runner.hooks import Channel, ChildOptions, batch_layout, batch_size_and_bytes, copy_batch
+from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
+from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, copy_batch
+from fastload_cli.runner.channel import Channel
 
 Pair = namedtuple("Pair", "image label")
 
@@ -53,7 +54,7 @@ def test_copies_are_fresh_and_equal_for_every_container() -> None:
 
 
 def batch_layout_tensors(batch):
-    from fastload_cli.runner.hooks import tensor_leaves
+    from fastload_cli.runner.batches import tensor_leaves
 
     return list(tensor_leaves(batch))
 
@@ -86,12 +87,13 @@ def test_channel_writes_json_lines_and_is_silent_in_forked_children() -> None:
 
 
 def test_options_round_trip() -> None:
-    options = ChildOptions(mode="workers", workers=4, warmup=3, keep_transforms=("A",), drop_transforms=("B",))
-    assert ChildOptions.from_json(options.to_json()) == options
+    spec = ModeSpec(mode=Mode.WORKERS, workers=4, prefetch_factor=3, pin_memory=False)
+    options = ChildSpec(mode=spec, warmup=3, keep_transforms=("A",), drop_transforms=("B",), breakdown_items=7)
+    assert ChildSpec.from_json(options.to_json()) == options
 
 
 def test_a_huge_list_in_a_batch_is_not_walked_in_full() -> None:
     batch = (torch.zeros(4, 2), ["file.jpg"] * 1_000_000)
-    from fastload_cli.runner.hooks import tensor_leaves
+    from fastload_cli.runner.batches import tensor_leaves
 
     assert [path for path, _ in tensor_leaves(batch)] == ["[0]"]

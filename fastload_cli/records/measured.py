@@ -1,0 +1,244 @@
+"""What one run of the script measured: the child's events and the parent's samples, as records."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fastload_cli.records.modes import ModeSpec, RunStatus, StopReason
+
+# --------------------------------------------------------------------------------------------
+# What the child reports
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoaderInfo:
+    loader_id: int
+    created_ns: int
+    batch_size: int | None
+    num_workers: int
+    pin_memory: bool
+    persistent_workers: bool
+    prefetch_factor: int | None
+    dataset_type: str
+    dataset_len: int | None
+    iterable_dataset: bool
+    multiprocessing_context: str | None
+    augmentations: tuple[str, ...] = ()  # random transforms found in the dataset's pipelines
+    original_num_workers: int | None = None  # set when a workers=N mode overrode it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IteratorInfo:
+    loader_id: int
+    iterator_id: int
+    started_ns: int  # iter(loader) called
+    ready_ns: int  # iter(loader) returned (workers spawned)
+    worker_pids: tuple[int, ...]
+    reused: bool  # persistent workers: the same iterator reset for a new epoch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRecord:
+    loader_id: int
+    iterator_id: int
+    index: int  # position within its iterator (0 = first batch of an epoch)
+    wait_start_ns: int
+    wait_end_ns: int
+    samples: int
+    nbytes: int
+    thread_cpu_ns: int | None  # CPU time of the waiting thread during the wait
+    thread_runq_ns: int | None  # time that thread was runnable but not running
+    synthetic: bool = False
+
+    @property
+    def wait_ns(self) -> int:
+        return self.wait_end_ns - self.wait_start_ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorLeaf:
+    path: str  # e.g. "[0]" or "['image']"
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    pinned: bool | None
+    device: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchLayout:
+    loader_id: int
+    python_type: str
+    leaves: tuple[TensorLeaf, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Substitution:
+    loader_id: int
+    location: str  # where in the dataset, e.g. "dataset.transform.transforms[2]"
+    original: str
+    replacement: str
+    guessed: bool = False  # True: a user class judged random from its name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildEnv:
+    python: str | None = None
+    torch: str | None = None
+    cuda_available: bool | None = None
+    cuda_in_use: bool | None = None
+    cuda_devices: tuple[str, ...] = ()
+    torch_threads: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptError:
+    type_name: str
+    message: str
+    traceback: str
+
+
+# --------------------------------------------------------------------------------------------
+# What the parent samples
+# --------------------------------------------------------------------------------------------
+
+
+class ProcRole(enum.Enum):
+    MAIN = "main"  # the process running the script
+    WORKER = "worker"  # a DataLoader worker
+    OTHER = "other"  # any other descendant
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcSample:
+    pid: int
+    role: ProcRole
+    cpu_s: float  # cumulative user+system CPU seconds since the process started
+    runq_s: float | None  # cumulative seconds runnable but waiting for a CPU (main thread)
+    rss_bytes: int | None
+    read_bytes: int | None  # cumulative bytes read from storage
+    kernel_cpu_s: float | None = None  # the system (kernel) part of cpu_s: syscalls such as reads
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemSample:
+    busy_s: float  # cumulative CPU seconds, all cores, not idle and not iowait
+    idle_s: float
+    iowait_s: float | None
+    disk_read_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostSample:
+    t_ns: int  # time.monotonic_ns(), the child's clock too
+    procs: tuple[ProcSample, ...]
+    system: SystemSample
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSample:
+    t_ns: int
+    index: int
+    util_percent: float | None
+    memory_used_bytes: int | None
+    pcie_rx_bytes_per_s: float | None
+    pcie_tx_bytes_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplerHealth:
+    interval_s: float
+    ticks: int
+    late_ticks: int  # ticks that started after their deadline (the sampler fell behind)
+    unavailable: tuple[str, ...] = ()  # "field: reason" for what could not be read
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuDevice:
+    index: int
+    name: str
+    memory_total_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BreakdownStep:
+    """One step of loading a sample: a transform, the rest of ``__getitem__``, or collate."""
+
+    name: str
+    location: str  # where it sits: dataset.transform[2], dataset.__getitem__, loader.collate_fn
+    kind: str  # "transform", "getitem" (reading and decoding) or "collate"
+    ms_per_sample: float
+    share: float  # of the per-sample total; the shares add up to 1
+    input_size: str | None = None  # what the step was given first: "500x375 image", "3x224x224 tensor"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakdown:
+    """Where a sample's loading time goes, measured in-process on a sample of items."""
+
+    loader_id: int | None
+    items: int  # samples timed
+    threads: int  # torch threads while timing (1, as in DataLoader workers)
+    ms_per_sample: float | None  # the sum of the steps
+    steps: tuple[BreakdownStep, ...]  # largest first
+    unavailable: str | None = None  # why there are no steps
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileEntry:
+    function: str  # py-spy's frame: "function (file.py:line)"
+    share: float  # of all samples, as the innermost frame
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """py-spy's view of the loading processes during the real run."""
+
+    role: str  # "workers" or "main"
+    pids: tuple[int, ...]
+    samples: int
+    top: tuple[ProfileEntry, ...]  # by share of samples, largest first
+    unavailable: str | None = None  # why there is no profile
+
+
+# --------------------------------------------------------------------------------------------
+# One run of the script under one mode
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    spec: ModeSpec
+    status: RunStatus
+    stop_reason: StopReason
+    requested_batches: int  # warm-up + measured
+    warmup_batches: int
+    started_ns: int
+    ended_ns: int
+    exit_code: int | None = None
+    signal_name: str | None = None  # the child was killed by this signal
+    error: ScriptError | None = None
+    output_tail: str = ""  # the last lines the script printed (stdout and stderr)
+    cpu_count: int | None = None
+    env: ChildEnv = ChildEnv()
+    loaders: tuple[LoaderInfo, ...] = ()
+    iterators: tuple[IteratorInfo, ...] = ()
+    batches: tuple[BatchRecord, ...] = ()
+    layouts: tuple[BatchLayout, ...] = ()
+    substitutions: tuple[Substitution, ...] = ()
+    host_samples: tuple[HostSample, ...] = ()
+    host_health: SamplerHealth | None = None
+    gpu_health: SamplerHealth | None = None  # NVML fields that could not be read, and why
+    breakdown: Breakdown | None = None  # the breakdown run's measurement
+    memory_available_bytes: int | None = None  # memory free for new processes when the run started
+    profile: Profile | None = None  # py-spy samples of the loading processes, when asked for
+    gpu_samples: tuple[GpuSample, ...] = ()
+    gpu_unavailable: str | None = None  # why there are no GPU samples
+    schedstat: bool = False  # the child could read its thread's run-queue time
+    profiler_cpu_s: float | None = None  # fastload's own CPU time (all its threads) during the run
+
+    @property
+    def label(self) -> str:
+        return self.spec.label

@@ -1,0 +1,148 @@
+"""What the analyzer derives from runs, and what the reporters render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastload_cli.records.measured import Breakdown, GpuDevice, Profile, Substitution, TensorLeaf
+from fastload_cli.records.modes import SCHEMA, Bottleneck, RunStatus
+
+# --------------------------------------------------------------------------------------------
+# What the analyzer derives, and what the reporters render
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSummary:
+    """Per-run numbers, as they appear in the report's ``runs`` list."""
+
+    mode: str
+    status: RunStatus
+    num_workers: int | None
+    batches: int
+    samples: int
+    wall_s: float | None  # the measured steady-state window; samples / wall_s = throughput
+    throughput_samples_per_s: float | None
+    throughput_batches_per_s: float | None
+    data_wait_fraction: float | None
+    step_ms_p50: float | None
+    step_ms_p90: float | None
+    startup_s: float | None  # iter() to first batch, first epoch
+    main_cpu_percent: float | None
+    workers_cpu_percent: float | None
+    gpu_util_percent: float | None
+    read_bytes_per_s: float | None
+    error: str | None
+    compute_ms_p50: float | None = None  # median step time outside the data wait
+    loader_busy_fraction: float | None = None  # loading processes on CPU or runnable
+    system_cpu_busy_fraction: float | None = None
+    iowait_fraction: float | None = None
+    rss_bytes: int | None = None
+    run_wall_s: float | None = None  # the whole child run, start-up included
+    stop_reason: str | None = None
+    foreign_cpu_fraction: float | None = None  # machine CPU used by processes outside the run
+    profiler_cpu_percent: float | None = None  # fastload's own CPU over the run, % of one core
+    # Half the range of throughput across consecutive blocks of the window, relative to the
+    # throughput: how steady the run was (None when the window is too short to split).
+    throughput_spread: float | None = None
+    variant: str | None = None  # loader settings overridden besides num_workers (workers=N runs)
+    # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
+    loader_kernel_fraction: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    bottleneck: Bottleneck
+    label: str
+    confidence: float
+    speedup_ceiling: float | None
+    evidence: tuple[str, ...]
+    caveats: tuple[str, ...]
+    augmentation_speedup: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recommendation:
+    id: str
+    title: str
+    detail: str
+    expected_speedup: float | None
+    measured: bool
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchInfo:
+    """The training loader's first batch: what crosses from the workers to the training step."""
+
+    python_type: str
+    samples: int | None
+    bytes_per_batch: int
+    bytes_per_sample: float | None
+    pinned: bool | None  # every tensor pinned (None: no tensor, or unknown)
+    leaves: tuple[TensorLeaf, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepPoint:
+    """One measured num_workers setting of a sweep (the run's full numbers are in ``runs``)."""
+
+    workers: int
+    mode: str  # the run it comes from: "workers=N", or "real" for the script's own setting
+    throughput_samples_per_s: float | None  # None: the run failed or measured no batch
+    spread: float | None  # the run's throughput_spread
+    data_wait_fraction: float | None = None
+    system_cpu_busy_fraction: float | None = None
+    loader_busy_fraction: float | None = None
+    rss_bytes: int | None = None
+    startup_s: float | None = None
+    variant: str | None = None  # prefetch_factor / pin_memory overrides, when the sweep tried them
+    runs: int = 1  # runs of this setting: throughput is their mean, spread covers their difference
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepResult:
+    """What a num_workers sweep measured and what it concludes."""
+
+    points: tuple[SweepPoint, ...]  # by worker count, then variant
+    current_workers: int | None  # the script's own setting
+    best_workers: int | None  # the highest throughput measured
+    recommended_workers: int | None  # the fewest workers within a few percent of the best
+    recommended_variant: str | None  # a prefetch_factor / pin_memory setting that measurably helped
+    speedup: float | None  # recommended / current throughput
+    noise: float  # relative difference below which two points are not told apart
+    significant: bool  # the speedup is beyond the noise
+    memory_cost_bytes: int | None  # process-tree RSS of the recommended setting minus the current one
+    diminishing_at: int | None  # beyond this many workers, throughput rose by no more than the noise
+    reason: str  # why returns diminish there (cores saturated, IO latency hidden, step-bound, a limit)
+    stopped: str | None  # why the search stopped climbing, when a limit stopped it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    python: str
+    torch: str | None
+    cuda_available: bool | None
+    gpus: tuple[GpuDevice, ...]
+    cpu_count: int | None
+    nvml: str  # "available" or "unavailable: <reason>"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    command: str
+    script: str
+    script_args: tuple[str, ...]
+    fastload_version: str
+    environment: Environment
+    runs: tuple[RunSummary, ...]
+    verdict: Verdict
+    recommendations: tuple[Recommendation, ...]
+    substitutions: tuple[Substitution, ...] = ()
+    interrupted: bool = False
+    reading: str | None = None  # a paragraph that reads the speedup ceiling (synthetic-compare)
+    sweep: SweepResult | None = None
+    breakdown: Breakdown | None = None  # where a sample's loading time goes
+    batch: BatchInfo | None = None  # the training loader's first batch
+    profile: Profile | None = None  # py-spy: the loading processes' top functions (--py-spy)
+    schema: str = SCHEMA

@@ -1,0 +1,99 @@
+"""Inside the child: what a batch holds (samples, bytes, tensor layout) and fresh copies of it.
+
+Only the stdlib, and torch once the script has imported it.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+MAX_LEAVES = 64  # tensors walked per batch (sizes and bytes); deeper structures are truncated
+MAX_DEPTH = 6
+MAX_ITEMS = 256  # items looked at per container: a list of a million file names is not walked
+
+
+def _is_tensor(obj: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def tensor_leaves(batch: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """(path, tensor) for the tensors in a batch: tensors, sequences, mappings, objects."""
+    if _is_tensor(batch):
+        yield path or "batch", batch
+    elif depth >= MAX_DEPTH or isinstance(batch, (str, bytes)):
+        return
+    elif isinstance(batch, Mapping):
+        for key, value in itertools.islice(batch.items(), MAX_ITEMS):
+            yield from tensor_leaves(value, f"{path}[{key!r}]", depth + 1)
+    elif isinstance(batch, Sequence):
+        for i, value in enumerate(itertools.islice(batch, MAX_ITEMS)):
+            yield from tensor_leaves(value, f"{path}[{i}]", depth + 1)
+    elif hasattr(batch, "__dict__"):
+        for key, value in itertools.islice(vars(batch).items(), MAX_ITEMS):
+            yield from tensor_leaves(value, f"{path}.{key}", depth + 1)
+
+
+def batch_size_and_bytes(batch: Any, collated: bool) -> tuple[int, int]:
+    """Samples in the batch (first tensor's leading dimension when collated) and its bytes."""
+    samples, nbytes = (0 if collated else 1), 0
+    for _, tensor in itertools.islice(tensor_leaves(batch), MAX_LEAVES):
+        if samples == 0 and tensor.dim() > 0:
+            samples = int(tensor.shape[0])
+        nbytes += tensor.element_size() * tensor.nelement()
+    return max(samples, 1), nbytes
+
+
+def is_pinned(tensor: Any) -> bool | None:
+    torch = sys.modules["torch"]
+    if tensor.device.type != "cpu":
+        return False
+    if not torch.cuda.is_initialized():  # pinning initialises CUDA: nothing can be pinned yet
+        return False
+    try:
+        return bool(tensor.is_pinned())
+    except RuntimeError:
+        return None
+
+
+def batch_layout(batch: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "path": path,
+            "dtype": str(t.dtype).removeprefix("torch."),
+            "shape": list(t.shape),
+            "nbytes": t.element_size() * t.nelement(),
+            "pinned": is_pinned(t),
+            "device": str(t.device),
+        }
+        for path, t in itertools.islice(tensor_leaves(batch), MAX_LEAVES)
+    ]
+
+
+def copy_batch(batch: Any) -> Any:
+    """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned."""
+    if _is_tensor(batch):
+        if is_pinned(batch):
+            return sys.modules["torch"].empty_like(batch, pin_memory=True).copy_(batch)
+        return batch.clone()
+    if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
+        return batch
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
+        return type(batch)(*(copy_batch(v) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(copy_batch(v) for v in batch)
+    if type(batch) is dict:
+        return {k: copy_batch(v) for k, v in batch.items()}
+    return copy.deepcopy(batch)
+
+
+def safe_len(obj: Any) -> int | None:
+    """len(obj), or None for what has no length (IterableDataset, samplers that raise)."""
+    try:
+        return len(obj)
+    except Exception:
+        return None

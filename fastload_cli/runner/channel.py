@@ -1,0 +1,45 @@
+"""Inside the child: the event channel to the parent, one JSON line per event on its own fd."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from fastload_cli.records import EventKind
+
+
+class Channel:
+    """Writes one JSON line per event to the parent's pipe; silent in forked workers."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._broken = False
+
+    def emit(self, kind: EventKind, **fields: Any) -> None:
+        if self._broken or os.getpid() != self._pid:
+            return
+        fields["kind"] = kind.value
+        data = (json.dumps(fields, separators=(",", ":"), default=str) + "\n").encode()
+        with self._lock:
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+            except OSError:  # the parent is gone: keep the script running, stop reporting
+                self._broken = True
+
+    def substitution(
+        self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False
+    ) -> None:
+        """Something the mode changed in a loader (or could not change, and why)."""
+        self.emit(
+            EventKind.SUBSTITUTION,
+            loader_id=loader_id,
+            location=location,
+            original=original,
+            replacement=replacement,
+            guessed=guessed,
+        )

@@ -1,0 +1,246 @@
+"""Inside the child: what each mode changes, one actuator per mode, found through ``ACTUATORS``.
+
+The sensor (``hooks.py``) calls the run's actuator at four points of a DataLoader's life:
+
+* ``before_init``: the loader's constructor arguments, before the original constructor runs;
+* ``after_init``: the built loader (its dataset and transforms in place);
+* ``start_epoch``: ``iter(loader)``, which returns the iterator the loop will use;
+* ``next_batch``: the loop asks for a batch; the sensor's ``timed`` measures and reports it.
+
+The base ``Actuator`` changes nothing (the ``real`` mode). Adding a mode is one ``Mode`` member,
+one actuator here, one line in ``ACTUATORS``, and its analysis.
+
+Only the stdlib (and torch, through the objects it patches) is used here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fastload_cli.records import ChildSpec, EventKind, Mode
+from fastload_cli.runner import breakdown, transforms
+from fastload_cli.runner.batches import copy_batch, safe_len
+from fastload_cli.runner.channel import Channel
+
+SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
+
+
+class MeasurementDone(BaseException):
+    """Raised in the script's main thread when a measurement pass has what it came for."""
+
+
+@dataclass(slots=True)
+class LoaderState:
+    """What the sensor keeps per DataLoader."""
+
+    loader_id: int
+    collated: bool
+    batches: int = 0  # delivered so far, all epochs
+    # The loader's class overrides __iter__ (a background-thread prefetcher, say): batches are
+    # timed where its iterator hands them to the loop, and the base iterator inside stays silent.
+    outer: bool = False
+
+
+@dataclass(slots=True)
+class EpochState:
+    """What the sensor keeps per iterator (one epoch of one loader)."""
+
+    loader: LoaderState
+    iterator_id: int
+    index: int = 0
+    inner: bool = False  # a base iterator inside an overriding __iter__: not timed, not reported
+
+
+Produce = Callable[[Any], Any]
+
+
+class Timed(Protocol):
+    """The sensor's measurement of one batch: ``produce(iterator)`` timed where the loop blocks."""
+
+    def __call__(self, epoch: EpochState, produce: Produce, iterator: Any, *, synthetic: bool) -> Any: ...
+
+
+@dataclass
+class Actuator:
+    """The ``real`` mode: nothing changes. Every other mode overrides some of these hook points."""
+
+    spec: ChildSpec
+    channel: Channel
+    timed: Timed  # the sensor's: produce a batch, timed where the loop blocks, and report it
+
+    def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
+        """Change the constructor's ``arguments`` in place; return the script's own num_workers
+        when this changed it."""
+        return None
+
+    def after_init(self, loader: Any, loader_id: int) -> None:
+        """The loader is built, with its dataset in place."""
+
+    def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
+        """``iter(loader)``: the iterator the loop will take batches from."""
+        return original(loader)
+
+    def next_batch(self, iterator: Any, epoch: EpochState, produce: Produce) -> Any:
+        """The loop asks for a batch."""
+        return self.timed(epoch, produce, iterator, synthetic=False)
+
+    def replaying(self, loader: LoaderState) -> bool:
+        """The loader's batches are replays, not loaded."""
+        return False
+
+
+@dataclass
+class WorkersOverride(Actuator):
+    """``workers=N``: num_workers (and the settings that need workers when N is 0), and
+    prefetch_factor / pin_memory when the run asks for them."""
+
+    def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
+        mode = self.spec.mode
+        if mode.workers is None:
+            return None
+        original = int(arguments.get("num_workers", 0))
+        arguments["num_workers"] = mode.workers
+        if mode.workers == 0:
+            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
+                if arguments.get(name, neutral) != neutral:
+                    self._set(arguments, loader_id, name, neutral)
+        elif mode.prefetch_factor is not None:
+            self._set(arguments, loader_id, "prefetch_factor", mode.prefetch_factor)
+        if mode.pin_memory is not None:
+            self._set(arguments, loader_id, "pin_memory", mode.pin_memory)
+        self._report(loader_id, "num_workers", mode.workers, original)
+        return original
+
+    def _set(self, arguments: dict[str, Any], loader_id: int, name: str, value: object) -> None:
+        old = arguments.get(name)
+        arguments[name] = value
+        self._report(loader_id, name, value, old)
+
+    def _report(self, loader_id: int, name: str, value: object, old: object = None) -> None:
+        original = f"{name}={old!r}" if old is not None else name
+        self.channel.substitution(loader_id, f"DataLoader({name}=...)", original, f"{name}={value!r}")
+
+
+@dataclass
+class NoAugmentation(Actuator):
+    """``no-aug``: random transforms in the dataset's pipelines replaced by deterministic stand-ins."""
+
+    def after_init(self, loader: Any, loader_id: int) -> None:
+        keep, drop = frozenset(self.spec.keep_transforms), frozenset(self.spec.drop_transforms)
+        walk = transforms.derandomize(loader.dataset, keep, drop)
+        for item in walk.found:
+            self.channel.substitution(loader_id, item.location, item.original, item.replacement, item.guessed)
+        for problem in walk.problems:
+            self.channel.substitution(loader_id, "dataset", problem, "unchanged")
+
+
+@dataclass
+class SyntheticReplay(Actuator):
+    """``synthetic``: after warm-up, every batch is a fresh copy of one cached real batch; the
+    workers are shut down and later epochs start none."""
+
+    _cached: dict[int, Any] = field(default_factory=dict)  # loader id -> the batch replayed
+    _failed: set[int] = field(default_factory=set)  # loaders whose batch could not be copied
+
+    def replaying(self, loader: LoaderState) -> bool:
+        return loader.loader_id in self._cached
+
+    def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
+        if self.replaying(state):  # no workers, no loading
+            return ReplayIterator(safe_len(loader), self._replay)
+        return original(loader)
+
+    def next_batch(self, iterator: Any, epoch: EpochState, produce: Produce) -> Any:
+        loader = epoch.loader
+        if self.replaying(loader):
+            return self._replay(iterator, epoch)
+        batch = self.timed(epoch, produce, iterator, synthetic=False)
+        if loader.batches >= max(self.spec.warmup, 1) and loader.loader_id not in self._failed:
+            self._cache(iterator, loader, batch)
+        return batch
+
+    def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
+        """Keep a copy of ``batch`` to replay; a batch that cannot be copied leaves this loader
+        real (and says why) rather than break the script."""
+        try:
+            self._cached[loader.loader_id] = copy_batch(batch)
+        except Exception as exc:
+            self._failed.add(loader.loader_id)
+            why = f"{type(batch).__qualname__} batch cannot be copied ({type(exc).__name__}: {exc})"
+            self.channel.substitution(loader.loader_id, SYNTHETIC_LOCATION, why, "not replayed: this loader stays real")
+            return
+        _stop_workers(iterator)
+
+    def _replay(self, iterator: Any, epoch: EpochState) -> Any:
+        """A fresh copy of the cached batch, with the epoch's length kept."""
+        length = safe_len(iterator)
+        if length is not None and iterator._num_yielded >= length:
+            raise StopIteration
+        iterator._num_yielded += 1
+        cached = self._cached[epoch.loader.loader_id]
+        return self.timed(epoch, lambda _: copy_batch(cached), iterator, synthetic=True)
+
+
+@dataclass
+class BreakdownRun(Actuator):
+    """``breakdown``: at the first ``iter(loader)``, before any worker starts, time each loading
+    step on a sample of items in-process, report it, and end the script."""
+
+    def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
+        try:
+            fields = breakdown.measure(loader, self.spec.breakdown_items, sys.modules["torch"])
+        except Exception as exc:  # the dataset resisted being timed: say so
+            fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
+        self.channel.emit(EventKind.BREAKDOWN, loader_id=state.loader_id, **fields)
+        raise MeasurementDone
+
+
+ACTUATORS: dict[Mode, type[Actuator]] = {
+    Mode.REAL: Actuator,
+    Mode.WORKERS: WorkersOverride,
+    Mode.NO_AUG: NoAugmentation,
+    Mode.SYNTHETIC: SyntheticReplay,
+    Mode.BREAKDOWN: BreakdownRun,
+}
+
+
+def actuator(spec: ChildSpec, channel: Channel, timed: Timed) -> Actuator:
+    """The run's mode, ready to be called at the sensor's hook points."""
+    return ACTUATORS[spec.mode.mode](spec=spec, channel=channel, timed=timed)
+
+
+class ReplayIterator:
+    """Synthetic mode, once a batch is cached: an epoch with no loading at all.
+
+    Stands in for a DataLoader iterator (``_num_yielded``, ``len``); the sensor times what its
+    ``__next__`` replays.
+    """
+
+    def __init__(self, length: int | None, replay: Callable[[Any, EpochState], Any]) -> None:
+        self._num_yielded = 0
+        self._length = length
+        self._replay = replay
+        self._fastload_epoch: EpochState | None = None  # set by the sensor
+
+    def __iter__(self) -> ReplayIterator:
+        return self
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError("this loader has no length")
+        return self._length
+
+    def __next__(self) -> Any:
+        assert self._fastload_epoch is not None
+        return self._replay(self, self._fastload_epoch)
+
+
+def _stop_workers(iterator: Any) -> None:
+    """Shut down a multiprocessing iterator's workers: in synthetic mode they have no more work,
+    and leaving them prefetching would take CPU from the step being measured."""
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
