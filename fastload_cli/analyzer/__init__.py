@@ -101,20 +101,8 @@ def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.L
 
 
 def sweep_evidence(result: SweepResult) -> str:
-    current, chosen = result.current_workers, result.recommended_workers
-    setting = f"{chosen} workers" + (f" with {result.recommended_variant}" if result.recommended_variant else "")
     tried = ", ".join(str(p.workers) for p in result.points if p.variant is None)
-    if result.significant and result.speedup is not None:
-        return (
-            f"num_workers sweep ({tried}): {setting} measured {result.speedup:.2f}x the throughput of "
-            f"the script's {current} (noise ±{100 * result.noise:.0f}%)."
-        )
-    if result.speedup is not None:
-        return (
-            f"num_workers sweep ({tried}): no setting beat the script's {current} by more than the noise "
-            f"(±{100 * result.noise:.0f}%)."
-        )
-    return f"num_workers sweep ({tried}): the best throughput was measured at {result.best_workers} workers."
+    return f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {sweep.conclusion(result)}"
 
 
 def _first(

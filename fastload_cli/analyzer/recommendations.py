@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.sweep import gib
-from fastload_cli.analyzer.verdict import Facts, pct
-from fastload_cli.records import Bottleneck, Recommendation, RunSummary, SweepResult, Verdict
+from fastload_cli.analyzer.verdict import Facts
+from fastload_cli.formatting import capitalised, pct, size
+from fastload_cli.records import Bottleneck, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
 
@@ -55,27 +56,17 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
     extra = f", {s.recommended_variant.replace(',', ', ')}" if s.recommended_variant else ""
     persistent = ", persistent_workers=True" if n > 0 else ""
     snippet = f"DataLoader(dataset, ..., num_workers={n}{persistent}{extra})"
-    cost = s.memory_cost_bytes
-    memory = f" It uses {gib(abs(cost))} {'more' if cost > 0 else 'less'} memory (process-tree RSS)." if cost else ""
-    assert s.speedup is not None
     return Recommendation(
         id="increase-num-workers" if n > now else "reduce-num-workers",
-        title=f"Use num_workers={n}{extra} (now {now}): measured {s.speedup:.2f}x faster",
+        title=f"Use num_workers={n}{extra} (now {now})",
         detail=(
-            f"A sweep under the real training step measured {s.speedup:.2f}x the throughput of num_workers={now} "
-            f"(noise ±{100 * s.noise:.0f}%).{memory} {_returns(s)} "
-            f"Change the loader to:\n    {snippet}"
+            f"{sweep.conclusion(s)} A sweep under the real training step measured it (noise ±{100 * s.noise:.0f}%, "
+            f"memory as process-tree RSS). {sweep.returns(s)} Change the loader to:\n    {snippet}"
         ),
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,
         evidence=tuple(line for line in v.evidence if line.startswith("num_workers sweep")),
     )
-
-
-def _returns(s: SweepResult) -> str:
-    if s.diminishing_at is None:
-        return f"{s.reason[0].upper()}{s.reason[1:]}."
-    return f"Returns end at {s.diminishing_at} workers: {s.reason}."
 
 
 def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
@@ -104,7 +95,7 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     return Recommendation(
         id="increase-num-workers",
         title=f"Use num_workers={target} (now {workers})",
-        detail=f"{why[0].upper()}{why[1:]}. Change the loader to:\n    {snippet}\n"
+        detail=f"{capitalised(why)}. Change the loader to:\n    {snippet}\n"
         "The gain is an estimate (up to the speedup ceiling); `fastload sweep-workers` measures it.",
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
@@ -225,7 +216,7 @@ def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
         id="workers-are-overhead",
         title=f"Load in the main process: num_workers=0 (now {loader.num_workers})",
         detail=(
-            f"{why[0].upper()}{why[1:]}. Each worker batch is pickled, passed through shared memory and "
+            f"{capitalised(why)}. Each worker batch is pickled, passed through shared memory and "
             "unpickled, which costs more than building it. Change the loader to:\n"
             "    DataLoader(dataset, ..., num_workers=0)\n"
             "`fastload sweep-workers` measures both settings under your training step."
@@ -262,12 +253,12 @@ def pin_memory(f: Facts, v: Verdict) -> Recommendation | None:
     loader = f.loader
     if not f.cuda_in_use or loader is None or loader.pin_memory:
         return None
-    size = f" ({gib(f.batch.bytes_per_batch)} per batch)" if f.batch is not None else ""
+    per_batch = f" ({size(f.batch.bytes_per_batch)} per batch)" if f.batch is not None else ""
     return Recommendation(
         id="pin-memory",
         title="Pin host memory and copy asynchronously: pin_memory=True, non_blocking=True",
         detail=(
-            f"The script trains on CUDA, and its batches{size} come from pageable memory, so each copy to "
+            f"The script trains on CUDA, and its batches{per_batch} come from pageable memory, so each copy to "
             "the GPU is staged and blocks the host. Change the loader and the copy to:\n"
             "    DataLoader(dataset, ..., pin_memory=True)\n"
             "    images = images.cuda(non_blocking=True)"
@@ -327,11 +318,11 @@ def cache_in_ram(f: Facts, v: Verdict) -> Recommendation | None:
         return None
     return Recommendation(
         id="cache-decoded-samples",
-        title=f"Cache decoded samples in RAM: the dataset needs about {gib(needed)}",
+        title=f"Cache decoded samples in RAM: the dataset needs about {size(needed)}",
         detail=(
             f"Reading and decoding take {pct(share)} of a sample's loading time (measured), and the "
-            f"{loader.dataset_len:,} decoded samples need about {gib(needed)} ({gib(per_sample)} each) of the "
-            f"{gib(f.memory_available_bytes)} free. Decode once, keep the results, and apply only the random "
+            f"{loader.dataset_len:,} decoded samples need about {size(needed)} ({size(per_sample)} each) of the "
+            f"{size(f.memory_available_bytes)} free. Decode once, keep the results, and apply only the random "
             "transforms per epoch, e.g.:\n"
             "    self.cache = [decode(path) for path in self.paths]  # in __init__, or filled on first use"
         ),
@@ -432,7 +423,7 @@ def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
     saved = sum(leaf.nbytes for leaf in images) * 3 // 4
     return Recommendation(
         id="uint8-transfer",
-        title=f"Send uint8 images and normalise on the GPU: {gib(saved)} less to copy per step",
+        title=f"Send uint8 images and normalise on the GPU: {size(saved)} less to copy per step",
         detail=(
             "The batch's images are float32, made on the CPU: four bytes per pixel channel cross to the GPU "
             "where one would do, and the CPU spends time converting. Keep them uint8 in the dataset "

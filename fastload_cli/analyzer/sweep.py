@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches
-from fastload_cli.analyzer.verdict import pct
 from fastload_cli.config import DEFAULT_MAX_WORKERS
+from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import LoaderInfo, RunSummary, SweepPoint, SweepResult
 
 
@@ -247,11 +247,7 @@ def _over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> 
     budget = limits.memory_budget_bytes
     if need is None or budget is None or need <= budget:
         return None
-    return f"{workers} workers would need about {gib(need)} of memory and {gib(budget)} is free"
-
-
-def gib(size: float) -> str:
-    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+    return f"{workers} workers would need about {size(need)} of memory and {size(budget)} is free"
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,7 +283,7 @@ def conclude(
     # noise): returns had not ended yet, as far as anything measured shows.
     highest = measured[max(measured)]
     rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
-    return SweepResult(
+    result = SweepResult(
         points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
         best_workers=best.workers,
@@ -303,6 +299,28 @@ def conclude(
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count),
         stopped=stopped,
     )
+    return replace(result, conclusion=conclusion(result), returns=returns(result))
+
+
+def conclusion(result: SweepResult) -> str:
+    """What the sweep says to do, in one sentence: the evidence, the report and the advice quote it."""
+    if result.significant and result.speedup is not None:
+        setting = f"num_workers={result.recommended_workers}"
+        if result.recommended_variant:
+            setting += f", {result.recommended_variant}"
+        cost = result.memory_cost_bytes
+        memory = f", {size(abs(cost))} {'more' if cost > 0 else 'less'} memory" if cost else ""
+        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
+    if result.speedup is not None:
+        return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
+    return f"The highest throughput was measured at {result.best_workers} workers."
+
+
+def returns(result: SweepResult) -> str:
+    """Where returns end and why, in one sentence."""
+    if result.diminishing_at is None:
+        return f"{capitalised(result.reason)}."
+    return f"Returns end at {result.diminishing_at} workers: {result.reason}."
 
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:

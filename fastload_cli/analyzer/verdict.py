@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.formatting import capitalised, pct, samples_rate
 from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, LoaderInfo, RunSummary, SweepResult, Verdict
 
 
@@ -161,13 +162,8 @@ def speedup(faster: RunSummary | None, base: RunSummary | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}%"
-
-
-def rate(summary: RunSummary) -> str:
-    value = summary.throughput_samples_per_s
-    return "n/a" if value is None else f"{value:,.0f} samples/s" if value >= 100 else f"{value:.1f} samples/s"
+def _rate(summary: RunSummary) -> str:
+    return samples_rate(summary.throughput_samples_per_s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,7 +282,7 @@ def _wait_line(real: RunSummary) -> str:
     assert real.data_wait_fraction is not None
     return (
         f"The training loop waited for data {pct(real.data_wait_fraction)} of the time in the real run "
-        f"({real.batches} steady-state batches, {rate(real)})."
+        f"({real.batches} steady-state batches, {_rate(real)})."
     )
 
 
@@ -297,11 +293,11 @@ def _ceiling_lines(f: Facts) -> list[str]:
     if ceiling < th.CEILING_COMPUTE_BOUND:
         return [
             f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x "
-            f"({rate(f.real)} -> {rate(f.synthetic)}): a free input pipeline would not help."
+            f"({_rate(f.real)} -> {_rate(f.synthetic)}): a free input pipeline would not help."
         ]
     return [
         f"Replaying one cached batch (synthetic) raised throughput {ceiling:.1f}x "
-        f"({rate(f.real)} -> {rate(f.synthetic)}): that is the most any input-pipeline fix can give."
+        f"({_rate(f.real)} -> {_rate(f.synthetic)}): that is the most any input-pipeline fix can give."
     ]
 
 
@@ -382,7 +378,7 @@ def find_cause(f: Facts) -> Cause:
     if aug is not None and aug >= th.AUG_SPEEDUP_SIGNIFICANT and f.no_aug is not None:
         line = (
             f"With random augmentation replaced by deterministic stand-ins (no-aug), throughput rose "
-            f"{aug:.1f}x ({rate(f.real)} -> {rate(f.no_aug)})."
+            f"{aug:.1f}x ({_rate(f.real)} -> {_rate(f.no_aug)})."
         )
         return Cause(Bottleneck.CPU, "CPU-bound input pipeline (augmentation)", (line, *_saturation(f)), True)
     evidence = [_no_aug_line(f)] if aug is not None else []
@@ -394,7 +390,7 @@ def find_cause(f: Facts) -> Cause:
     cheap = f.cheap_batches
     if cheap is not None and busy < th.LOADER_BUSY:
         evidence.append(
-            f"{cheap[0].upper()}{cheap[1:]}. {who} on a CPU only {pct(busy)} of the time: building batches is not "
+            f"{capitalised(cheap)}. {who} on a CPU only {pct(busy)} of the time: building batches is not "
             "the cost. Handing them over is: each batch is pickled into shared memory by a worker and unpickled "
             "by the main process, and the workers' processes compete with the step for the CPUs."
         )
@@ -513,7 +509,7 @@ def read_ceiling(f: Facts, v: Verdict) -> str:
             "The speedup ceiling could not be measured (see the caveats), so this comparison cannot say "
             "how much a faster input pipeline would help."
         )
-    rates = f"({rate(real)} real, {rate(synthetic)} with one cached batch replayed)"
+    rates = f"({_rate(real)} real, {_rate(synthetic)} with one cached batch replayed)"
     if ceiling >= th.CEILING_INPUT_BOUND:
         text = (
             f"A free input pipeline would make training {ceiling:.1f}x faster {rates}: the input pipeline "
@@ -533,7 +529,7 @@ def read_ceiling(f: Facts, v: Verdict) -> str:
     if aug is not None and no_aug is not None and ceiling > 1 and real.throughput_samples_per_s:
         share = (aug - 1) / (ceiling - 1)
         text += (
-            f" Without random augmentation it runs {aug:.2f}x faster ({rate(no_aug)}): augmentation accounts for "
+            f" Without random augmentation it runs {aug:.2f}x faster ({_rate(no_aug)}): augmentation accounts for "
             f"about {pct(max(0.0, min(1.0, share)))} of that gap, and reading, decoding and collating for the rest."
         )
     if v.confidence < th.CONFIDENCE_ONE_SIGNAL:

@@ -116,6 +116,8 @@ class SweepResult:
     diminishing_at: int | None  # beyond this many workers, throughput rose by no more than the noise
     reason: str  # why returns diminish there (cores saturated, IO latency hidden, step-bound, a limit)
     stopped: str | None  # why the search stopped climbing, when a limit stopped it
+    conclusion: str = ""  # what to do, in one sentence, with the measured speedup
+    returns: str = ""  # where returns end and why, in one sentence
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,19 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from fastload_cli.formatting import (
+    DASH,
+    byte_rate,
+    ms,
+    ms_fine,
+    ms_pair,
+    num,
+    pct,
+    percent,
+    secs,
+    size,
+    whole,
+)
 from fastload_cli.records import (
     BatchInfo,
     Bottleneck,
@@ -26,7 +39,6 @@ from fastload_cli.records import (
     Verdict,
 )
 
-DASH = "—"
 VERDICT_STYLE = {
     Bottleneck.CPU: "bold yellow",
     Bottleneck.IO: "bold magenta",
@@ -97,17 +109,17 @@ def _status(r: RunSummary) -> Text:
 
 ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
     ("status", _status),
-    ("throughput", lambda r: _num(r.throughput_samples_per_s, " samples/s")),
-    ("data wait", lambda r: _pct(r.data_wait_fraction)),
-    ("step p50 / p90", lambda r: _step(r.step_ms_p50, r.step_ms_p90)),
-    ("step outside wait p50", lambda r: _ms(r.compute_ms_p50)),
-    ("first batch after iter()", lambda r: _secs(r.startup_s)),
-    ("workers", lambda r: _int(r.num_workers)),
-    ("CPU main / workers", lambda r: f"{_cpu(r.main_cpu_percent)} / {_cpu(r.workers_cpu_percent)}"),
-    ("loaders on CPU", lambda r: _pct(r.loader_busy_fraction)),
-    ("machine CPU busy", lambda r: _pct(r.system_cpu_busy_fraction)),
-    ("GPU busy", lambda r: _cpu(r.gpu_util_percent)),
-    ("storage reads", lambda r: _bytes_rate(r.read_bytes_per_s)),
+    ("throughput", lambda r: num(r.throughput_samples_per_s, " samples/s")),
+    ("data wait", lambda r: pct(r.data_wait_fraction)),
+    ("step p50 / p90", lambda r: ms_pair(r.step_ms_p50, r.step_ms_p90)),
+    ("step outside wait p50", lambda r: ms(r.compute_ms_p50)),
+    ("first batch after iter()", lambda r: secs(r.startup_s)),
+    ("workers", lambda r: whole(r.num_workers)),
+    ("CPU main / workers", lambda r: f"{percent(r.main_cpu_percent)} / {percent(r.workers_cpu_percent)}"),
+    ("loaders on CPU", lambda r: pct(r.loader_busy_fraction)),
+    ("machine CPU busy", lambda r: pct(r.system_cpu_busy_fraction)),
+    ("GPU busy", lambda r: percent(r.gpu_util_percent)),
+    ("storage reads", lambda r: byte_rate(r.read_bytes_per_s)),
     ("batches measured", lambda r: str(r.batches)),
 )
 
@@ -128,23 +140,20 @@ def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Renderable
         spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
         table.add_row(
             _point_label(point, result),
-            _num(rate) + spread,
+            num(rate) + spread,
             f"{rate / own_rate:.2f}x" if rate and own_rate else DASH,
-            _pct(point.data_wait_fraction),
-            DASH if run is None else f"{_cpu(run.main_cpu_percent)}/{_cpu(run.workers_cpu_percent)}",
-            _bytes(point.rss_bytes),
-            _secs(point.startup_s),
-            DASH if run is None else _ms(run.step_ms_p90),
+            pct(point.data_wait_fraction),
+            DASH if run is None else f"{percent(run.main_cpu_percent)}/{percent(run.workers_cpu_percent)}",
+            size(point.rss_bytes),
+            secs(point.startup_s),
+            DASH if run is None else ms(run.step_ms_p90),
         )
     lines: list[RenderableType] = [table, _chart(result.points)]
-    if result.diminishing_at is not None:
-        lines.append(Text(f"Returns end at {result.diminishing_at} workers: {result.reason}."))
-        if result.stopped:
-            lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
-    else:
-        lines.append(Text(f"{result.reason[0].upper()}{result.reason[1:]}."))
-    lines.append(Text(_sweep_summary(result), style="bold"))
-    heading = f"num_workers sweep (the script's own: {_int(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
+    lines.append(Text(result.returns))
+    if result.diminishing_at is not None and result.stopped:
+        lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
+    lines.append(Text(result.conclusion, style="bold"))
+    heading = f"num_workers sweep (the script's own: {whole(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
     return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]
 
 
@@ -158,7 +167,7 @@ def _chart(points: tuple[SweepPoint, ...]) -> Table:
         rate = point.throughput_samples_per_s
         bar = "█" * max(1, round(CHART_WIDTH * rate / top)) if rate and top else ""
         label = str(point.workers) + (f" {point.variant}" if point.variant else "")
-        chart.add_row(label, Text.assemble((bar, "cyan"), f" {_num(rate, '/s')}" if rate else " failed"))
+        chart.add_row(label, Text.assemble((bar, "cyan"), f" {num(rate, '/s')}" if rate else " failed"))
     return chart
 
 
@@ -177,10 +186,10 @@ def _breakdown(found: Breakdown) -> list[RenderableType]:
     for step in found.steps:
         bar = "█" * round(BREAKDOWN_WIDTH * step.share)
         name = _short(step.name) + (f" [{step.input_size}]" if step.input_size and "Resize" in step.name else "")
-        table.add_row(_ms_fine(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
+        table.add_row(ms_fine(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
     threads = "one torch thread, as in a DataLoader worker" if found.threads == 1 else f"{found.threads} torch threads"
     note = Text(
-        f"{_ms(found.ms_per_sample)} per sample in all, timed on {found.items} samples in one process ({threads}).",
+        f"{ms(found.ms_per_sample)} per sample in all, timed on {found.items} samples in one process ({threads}).",
         style="dim",
     )
     return [Text(""), Text(title, style="bold underline"), Padding(table, (0, 0, 0, 2)), Padding(note, (0, 0, 0, 2))]
@@ -202,9 +211,9 @@ def _batch(batch: BatchInfo) -> list[RenderableType]:
     leaves = ", ".join(f"{leaf.path or 'batch'} {leaf.dtype} {list(leaf.shape)}" for leaf in batch.leaves[:4])
     if len(batch.leaves) > 4:
         leaves += f", ... ({len(batch.leaves)} tensors)"
-    per_sample = f", {_bytes(int(batch.bytes_per_sample))} per sample" if batch.bytes_per_sample else ""
+    per_sample = f", {size(int(batch.bytes_per_sample))} per sample" if batch.bytes_per_sample else ""
     pinned = {True: "pinned", False: "not pinned", None: "pinning unknown"}[batch.pinned]
-    text = f"{batch.python_type}: {leaves}; {_bytes(batch.bytes_per_batch)} per batch{per_sample}; {pinned}."
+    text = f"{batch.python_type}: {leaves}; {size(batch.bytes_per_batch)} per batch{per_sample}; {pinned}."
     return [Text(""), Text("Batch", style="bold underline"), Padding(Text(text), (0, 0, 0, 2))]
 
 
@@ -220,19 +229,6 @@ def _point_label(point: SweepPoint, result: SweepResult) -> Text:
     if chosen and result.significant:
         label.append(" ★", style="bold green")
     return label
-
-
-def _sweep_summary(result: SweepResult) -> str:
-    if result.significant and result.speedup is not None:
-        setting = f"num_workers={result.recommended_workers}"
-        if result.recommended_variant:
-            setting += f", {result.recommended_variant}"
-        cost = result.memory_cost_bytes
-        memory = f", {_bytes(abs(cost))} {'more' if cost > 0 else 'less'} memory" if cost else ""
-        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
-    if result.speedup is not None:
-        return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
-    return f"The highest throughput was measured at {result.best_workers} workers."
 
 
 def _recommendation(index: int, r: Recommendation) -> RenderableType:
@@ -257,67 +253,3 @@ def _section(title: str, items: list[RenderableType]) -> list[RenderableType]:
         return []
     bullets = [Padding(item, (0, 0, 0, 2)) for item in items]
     return [Text(""), Text(title, style="bold underline"), *bullets]
-
-
-# --------------------------------------------------------------------------------------------
-# Number formatting: a dash for what was not measured, never a 0
-# --------------------------------------------------------------------------------------------
-
-
-def _int(value: int | None) -> str:
-    return DASH if value is None else str(value)
-
-
-def _num(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return DASH
-    return (f"{value:,.0f}" if value >= 100 else f"{value:.1f}") + unit
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return DASH
-    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
-
-
-def _ms_fine(value: float) -> str:
-    """Milliseconds, in microseconds below a tenth of one."""
-    return f"{1000 * value:.0f} µs" if value < 0.1 else _ms(value)
-
-
-def _pct(fraction: float | None) -> str:
-    return DASH if fraction is None else f"{100 * fraction:.0f}%"
-
-
-def _cpu(percent: float | None) -> str:
-    return DASH if percent is None else f"{percent:.0f}%"
-
-
-def _secs(value: float | None) -> str:
-    if value is None:
-        return DASH
-    return f"{value:.2f} s" if value >= 1 else _ms(value * 1000)
-
-
-def _step(p50: float | None, p90: float | None) -> str:
-    if p50 is None or p90 is None:
-        return DASH
-    return f"{p50:.0f}/{p90:.0f} ms" if p50 >= 10 else f"{p50:.1f}/{p90:.1f} ms"
-
-
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return DASH
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(value) >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value} B"
-
-
-def _bytes_rate(value: float | None) -> str:
-    if value is None:
-        return DASH
-    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B/s"

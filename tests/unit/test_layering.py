@@ -14,7 +14,18 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fastload_cli"
-EVERYTHING = {"records", "errors", "config", "samplers", "runner", "analyzer", "reporters", "session", "examples"}
+EVERYTHING = {
+    "records",
+    "errors",
+    "formatting",
+    "config",
+    "samplers",
+    "runner",
+    "analyzer",
+    "reporters",
+    "session",
+    "examples",
+}
 CHILD_SIDE = {
     "records",
     "runner.child",
@@ -30,6 +41,7 @@ CHILD_SIDE = {
 ALLOWED: dict[str, set[str]] = {
     "records": set(),
     "errors": set(),
+    "formatting": set(),
     "config": {"records", "errors"},
     "samplers": {"records", "errors"},
     "runner.child": CHILD_SIDE,
@@ -41,8 +53,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner.breakdown": CHILD_SIDE,
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
-    "analyzer": {"records", "config"},
-    "reporters": {"records"},
+    "analyzer": {"records", "config", "formatting"},
+    "reporters": {"records", "formatting"},
     "session": {"runner", "analyzer", "samplers", "records", "config", "errors"},
     "examples": set(),
     "cli": EVERYTHING,
