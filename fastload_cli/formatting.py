@@ -82,6 +82,11 @@ def byte_rate(value: float | None) -> str:
     return f"{value:.0f} B/s"
 
 
+def dims(kind: str | None, shape: tuple[int, ...]) -> str:
+    """An input's size in words: ``500x375 image``, ``3x224x224 tensor``."""
+    return "x".join(str(d) for d in shape) + (f" {kind}" if kind else "")
+
+
 def capitalised(text: str) -> str:
     """A sentence's first letter in upper case, the rest as it is."""
     return text[:1].upper() + text[1:]

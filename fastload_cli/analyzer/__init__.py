@@ -25,6 +25,8 @@ from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
     BatchInfo,
     Breakdown,
+    Finding,
+    FindingKind,
     Mode,
     Recommendation,
     RunResult,
@@ -54,7 +56,8 @@ def analyze(
     facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
     verdict = decide(facts, caveats(runs, summaries))
     if facts.sweep is not None:
-        verdict = replace(verdict, evidence=(*verdict.evidence, sweep_evidence(facts.sweep)))
+        line = sweep_evidence(facts.sweep)
+        verdict = replace(verdict, evidence=(*verdict.evidence, line.sentence), findings=(*verdict.findings, line))
     return Analysis(summaries=summaries, verdict=verdict, recommendations=recommend(facts, verdict), facts=facts)
 
 
@@ -100,9 +103,10 @@ def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.L
     return limits.with_loader(primary_loader(first) if first is not None else None)
 
 
-def sweep_evidence(result: SweepResult) -> str:
+def sweep_evidence(result: SweepResult) -> Finding:
     tried = ", ".join(str(p.workers) for p in result.points if p.variant is None)
-    return f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {sweep.conclusion(result)}"
+    line = f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {sweep.conclusion(result)}"
+    return Finding(kind=FindingKind.SWEEP, sentence=line, values={"speedup": result.speedup, "noise": result.noise})
 
 
 def _first(

@@ -8,15 +8,29 @@ order they are shown when their expected gains tie.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts
-from fastload_cli.formatting import capitalised, pct, size
-from fastload_cli.records import Bottleneck, Recommendation, RunSummary, Verdict
+from fastload_cli.formatting import capitalised, dims, pct, size
+from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
+
+
+# The findings that say what the loading processes did.
+LOADER_ACTIVITY = (
+    FindingKind.LOADERS_BUSY,
+    FindingKind.LOADERS_IDLE,
+    FindingKind.LOADERS_MIXED,
+    FindingKind.HANDOFF,
+    FindingKind.KERNEL_READS,
+)
+
+
+def cited(v: Verdict, *kinds: FindingKind) -> tuple[str, ...]:
+    """The verdict's evidence a recommendation rests on: its findings of these kinds."""
+    return tuple(finding.sentence for finding in v.of(*kinds))
 
 
 def bounded(gain: float | None, ceiling: float | None) -> float | None:
@@ -65,7 +79,7 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,
-        evidence=tuple(line for line in v.evidence if line.startswith("num_workers sweep")),
+        evidence=cited(v, FindingKind.SWEEP),
     )
 
 
@@ -99,7 +113,7 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
         "The gain is an estimate (up to the speedup ceiling); `fastload sweep-workers` measures it.",
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
-        evidence=tuple(line for line in v.evidence if "worker" in line or "main process" in line or "CPUs" in line),
+        evidence=cited(v, *LOADER_ACTIVITY, FindingKind.CORES_FREE, FindingKind.MACHINE_CPU),
     )
 
 
@@ -132,7 +146,7 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(aug, v.speedup_ceiling),
         measured=True,
-        evidence=tuple(line for line in v.evidence if "no-aug" in line),
+        evidence=cited(v, FindingKind.AUGMENTATION),
     )
 
 
@@ -154,7 +168,7 @@ def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=tuple(line for line in v.evidence if "busy" in line),
+        evidence=cited(v, FindingKind.CORES_SATURATED, FindingKind.LOADERS_BUSY),
     )
 
 
@@ -172,7 +186,14 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=tuple(line for line in v.evidence if "storage" in line or "latency" in line),
+        evidence=cited(
+            v,
+            FindingKind.LOADERS_IDLE,
+            FindingKind.LOADERS_MIXED,
+            FindingKind.KERNEL_READS,
+            FindingKind.IOWAIT,
+            FindingKind.READ_RATE,
+        ),
     )
 
 
@@ -198,7 +219,7 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(1.0, v.speedup_ceiling),
         measured=True,
-        evidence=tuple(line for line in v.evidence if "synthetic" in line or "waited" in line),
+        evidence=cited(v, FindingKind.DATA_WAIT, FindingKind.CEILING, FindingKind.CEILING_UNEXPLAINED),
     )
 
 
@@ -335,20 +356,9 @@ def cache_in_ram(f: Facts, v: Verdict) -> Recommendation | None:
 def _decoded_bytes(f: Facts) -> float | None:
     """Bytes of one decoded sample: the first step's input image, else the batch's bytes per sample."""
     for step in f.breakdown.steps if f.breakdown is not None else ():
-        size = _pixels(step.input_size)
-        if size is not None:
-            return size * 3.0
+        if step.input_pixels is not None:
+            return step.input_pixels * 3.0
     return f.batch.bytes_per_sample if f.batch is not None else None
-
-
-def _pixels(input_size: str | None) -> int | None:
-    if not input_size or not input_size.endswith(" image"):
-        return None
-    try:
-        width, height = (int(v) for v in input_size.removesuffix(" image").split("x"))
-    except ValueError:
-        return None
-    return width * height
 
 
 def resize_offline(f: Facts, v: Verdict) -> Recommendation | None:
@@ -359,16 +369,17 @@ def resize_offline(f: Facts, v: Verdict) -> Recommendation | None:
     top = next((s for s in found.steps if s.kind == "transform"), None)
     if top is None or top is not found.steps[0] or "Resize" not in top.name:
         return None
-    pixels = _pixels(top.input_size)
+    pixels = top.input_pixels
+    size_text = dims(top.input_kind, top.input_shape)
     trained = max((leaf.shape[-1] * leaf.shape[-2] for leaf in batch.leaves if len(leaf.shape) >= 3), default=None)
     if pixels is None or not trained or pixels < th.RESIZE_LARGE_FACTOR * trained:
         return None
     return Recommendation(
         id="resize-offline",
-        title=f"Resize the images offline: {top.input_size}s are cut to {trained**0.5:.0f}px every epoch",
+        title=f"Resize the images offline: {size_text}s are cut to {trained**0.5:.0f}px every epoch",
         detail=(
             f"{top.name.split('(')[0]} is the most expensive step ({pct(top.share)} of a sample's loading time, "
-            f"measured) and its inputs are {top.input_size}s, {pixels / trained:.0f}x the pixels the model trains on. "
+            f"measured) and its inputs are {size_text}s, {pixels / trained:.0f}x the pixels the model trains on. "
             "Store the dataset at about the training size (keeping some margin for random crops), e.g. with "
             "PIL's Image.thumbnail once per file; decoding smaller files is faster too."
         ),
@@ -404,7 +415,7 @@ def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=tuple(line for line in v.evidence if "busy" in line or "no-aug" in line),
+        evidence=cited(v, FindingKind.CORES_SATURATED, FindingKind.LOADERS_BUSY, FindingKind.AUGMENTATION),
     )
 
 
@@ -455,14 +466,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _with_evidence(rec: Recommendation, v: Verdict) -> Recommendation:
-    """A rule whose own evidence lines were not among the verdict's rests on the verdict's first."""
-    return rec if rec.evidence else replace(rec, evidence=v.evidence[:1])
-
-
 def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     """Every rule that fires: a num_workers setting a sweep measured first (a one-line change with a
     measured gain), then measured ones, then by expected gain."""
-    found = [_with_evidence(rec, v) for rule in RULES if (rec := rule(f, v)) is not None]
+    found = [rec for rule in RULES if (rec := rule(f, v)) is not None]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None else set()
     return tuple(sorted(found, key=lambda r: (r.id not in swept, not r.measured, -(r.expected_speedup or 0.0))))

@@ -49,6 +49,8 @@ from fastload_cli.records.modes import (
 from fastload_cli.records.report import (
     BatchInfo,
     Environment,
+    Finding,
+    FindingKind,
     Recommendation,
     Report,
     RunSummary,
@@ -71,6 +73,8 @@ __all__ = [
     "ChildSpec",
     "Environment",
     "EventKind",
+    "Finding",
+    "FindingKind",
     "GpuDevice",
     "GpuSample",
     "HostSample",

@@ -171,7 +171,15 @@ class BreakdownStep:
     kind: str  # "transform", "getitem" (reading and decoding) or "collate"
     ms_per_sample: float
     share: float  # of the per-sample total; the shares add up to 1
-    input_size: str | None = None  # what the step was given first: "500x375 image", "3x224x224 tensor"
+    input_kind: str | None = None  # what the step was given first: "image" (PIL) or "tensor"
+    input_shape: tuple[int, ...] = ()  # its size: (width, height) for an image, the shape of a tensor
+
+    @property
+    def input_pixels(self) -> int | None:
+        """Width x height of the image the step was given, when it was given an image."""
+        if self.input_kind != "image" or len(self.input_shape) != 2:
+            return None
+        return self.input_shape[0] * self.input_shape[1]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

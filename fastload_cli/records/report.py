@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 
 from fastload_cli.records.measured import Breakdown, GpuDevice, Profile, Substitution, TensorLeaf
 from fastload_cli.records.modes import SCHEMA, Bottleneck, RunStatus
@@ -50,15 +51,56 @@ class RunSummary:
     loader_kernel_fraction: float | None = None
 
 
+class FindingKind(enum.Enum):
+    """What a line of evidence establishes; recommendations select their evidence by it."""
+
+    DATA_WAIT = "data-wait"  # the real run's data-wait fraction
+    CEILING = "ceiling"  # synthetic / real throughput
+    CONTENTION = "contention"  # the step ran slower beside the loaders than with free inputs
+    PARTLY = "partly"  # an in-between ceiling: loading and the step both cost time
+    CEILING_UNEXPLAINED = "ceiling-unexplained"  # a ceiling the wait and the step do not explain
+    MIXED = "mixed"  # neither signal is clear-cut
+    WORKER_RESTARTS = "worker-restarts"  # workers started again every epoch, and what they did meanwhile
+    STEADY_STATE = "steady-state"  # what the steady-state figures leave out
+    AUGMENTATION = "augmentation"  # no-aug / real throughput
+    LOADERS_BUSY = "loaders-busy"  # the loading processes' CPU share: computing
+    LOADERS_IDLE = "loaders-idle"  # ...: waiting
+    LOADERS_MIXED = "loaders-mixed"  # ...: in between
+    HANDOFF = "handoff"  # batches cheaper to build than to hand over from workers
+    KERNEL_READS = "kernel-reads"  # busy loaders whose CPU is reading in the kernel
+    CORES_SATURATED = "cores-saturated"  # every core busy
+    CORES_FREE = "cores-free"  # room for more parallel loading
+    MACHINE_CPU = "machine-cpu"  # the machine's CPU busy share, quoted for an IO cause
+    IOWAIT = "iowait"  # storage stalls
+    READ_RATE = "read-rate"  # bytes read from storage per second
+    CAUSE_UNMEASURED = "cause-unmeasured"  # the loaders' CPU could not be read
+    GPU_IDLE = "gpu-idle"  # the device idles even with free inputs
+    SWEEP = "sweep"  # what a num_workers sweep measured
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One line of evidence as data: what it establishes, the numbers it rests on, the sentence."""
+
+    kind: FindingKind
+    sentence: str
+    values: dict[str, float | int | None] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     bottleneck: Bottleneck
     label: str
     confidence: float
     speedup_ceiling: float | None
-    evidence: tuple[str, ...]
+    evidence: tuple[str, ...]  # the findings' sentences, in order (the JSON contract)
     caveats: tuple[str, ...]
     augmentation_speedup: float | None = None
+    findings: tuple[Finding, ...] = ()
+
+    def of(self, *kinds: FindingKind) -> tuple[Finding, ...]:
+        """The findings of these kinds, in order."""
+        return tuple(f for f in self.findings if f.kind in kinds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ from rich.text import Text
 from fastload_cli.formatting import (
     DASH,
     byte_rate,
+    dims,
     ms,
     ms_fine,
     ms_pair,
@@ -185,7 +186,8 @@ def _breakdown(found: Breakdown) -> list[RenderableType]:
         table.add_column(justify=justify, no_wrap=justify == "right")
     for step in found.steps:
         bar = "█" * round(BREAKDOWN_WIDTH * step.share)
-        name = _short(step.name) + (f" [{step.input_size}]" if step.input_size and "Resize" in step.name else "")
+        size = f" [{dims(step.input_kind, step.input_shape)}]" if step.input_shape and "Resize" in step.name else ""
+        name = _short(step.name) + size
         table.add_row(ms_fine(step.ms_per_sample), f"{100 * step.share:.0f}%", Text(bar, style="yellow"), name)
     threads = "one torch thread, as in a DataLoader worker" if found.threads == 1 else f"{found.threads} torch threads"
     note = Text(

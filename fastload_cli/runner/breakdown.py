@@ -36,11 +36,11 @@ class Timer:
     location: str
     ns: int = 0
     calls: int = 0
-    input_size: str | None = None
+    input: tuple[str, list[int]] | None = None  # what the step was given first: its kind and shape
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.input_size is None and args:
-            self.input_size = _size_of(args[0])
+        if self.input is None and args:
+            self.input = _shape_of(args[0])
         start = time.perf_counter_ns()
         try:
             return self.step(*args, **kwargs)
@@ -163,7 +163,8 @@ def measure(loader: Any, items: int, torch: Any) -> dict[str, Any]:
             "location": t.location,
             "kind": "transform",
             "ns_per_sample": t.ns / n,
-            "input_size": t.input_size,
+            "input_kind": t.input[0] if t.input else None,
+            "input_shape": t.input[1] if t.input else [],
         }
         for t in found.timers
     ]
@@ -196,15 +197,15 @@ def _collate(loader: Any, loaded: list[Any]) -> tuple[int, int]:
     return spent, done
 
 
-def _size_of(value: Any) -> str | None:
-    """A short description of a step's input: an image's size or a tensor's shape."""
+def _shape_of(value: Any) -> tuple[str, list[int]] | None:
+    """A step's input: ("image", [width, height]) for a PIL image, ("tensor", shape) for a tensor."""
     size = getattr(value, "size", None)
     if isinstance(size, tuple) and len(size) == 2 and all(isinstance(v, int) for v in size):
-        return f"{size[0]}x{size[1]} image"  # PIL: (width, height)
+        return "image", list(size)  # PIL: (width, height)
     shape = getattr(value, "shape", None)
     if shape is not None:
         try:
-            return "x".join(str(int(d)) for d in shape) + " tensor"
+            return "tensor", [int(d) for d in shape]
         except (TypeError, ValueError):
             return None
     return None

@@ -130,7 +130,8 @@ def breakdown_record(e: dict[str, Any]) -> Breakdown:
                 kind=str(step["kind"]),
                 ms_per_sample=float(step["ns_per_sample"]) / 1e6,
                 share=float(step["ns_per_sample"]) / total_ns if total_ns > 0 else 0.0,
-                input_size=step.get("input_size"),
+                input_kind=step.get("input_kind"),
+                input_shape=tuple(step.get("input_shape") or ()),
             )
             for step in raw
         ),

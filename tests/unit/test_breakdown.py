@@ -60,7 +60,7 @@ def test_each_step_nested_and_random_ones_plus_getitem_and_collate() -> None:
     by_name = {s["name"].split("(")[0]: s for s in fields["steps"]}
     assert by_name["Lambda"]["ns_per_sample"] >= 3e6  # the step sleeps 3 ms: at least that is timed
     assert by_name["read and decode "]["ns_per_sample"] >= 2e6  # __getitem__ sleeps 2 ms outside the steps
-    assert by_name["Resize"]["input_size"] == "64x48 image"
+    assert (by_name["Resize"]["input_kind"], by_name["Resize"]["input_shape"]) == ("image", [64, 48])
     assert by_name["ToTensor"]["location"] == "dataset.transform[3]"
     assert by_name["Resize"]["location"] == "dataset.transform[0][0]"
 

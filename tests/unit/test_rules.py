@@ -10,20 +10,21 @@ import pytest
 
 from fastload_cli.analyzer import recommendations as rec
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import BatchInfo, Breakdown, BreakdownStep, TensorLeaf
+from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, BreakdownStep, TensorLeaf
 from tests.unit import builders as b
 
 GIB = 2**30
 
 
-def step(name: str, share: float, kind: str = "transform", input_size: str | None = None) -> BreakdownStep:
+def step(name: str, share: float, kind: str = "transform", image: tuple[int, int] | None = None) -> BreakdownStep:
     return BreakdownStep(
         name=name,
         location="dataset.transform[0]",
         kind=kind,
         ms_per_sample=10 * share,
         share=share,
-        input_size=input_size,
+        input_kind="image" if image else None,
+        input_shape=image or (),
     )
 
 
@@ -160,7 +161,7 @@ def test_cache_in_ram_when_decoding_dominates_and_it_fits() -> None:
         facts(
             breakdown=breakdown(
                 step("read and decode (rest of __getitem__)", 0.7, "getitem"),
-                step("Resize", 0.3, input_size="500x400 image"),
+                step("Resize", 0.3, image=(500, 400)),
             ),
             memory_available_bytes=16 * GIB,
         ),
@@ -171,7 +172,7 @@ def test_cache_in_ram_when_decoding_dominates_and_it_fits() -> None:
 
 def test_no_cache_when_it_does_not_fit_or_decoding_is_cheap() -> None:
     heavy = breakdown(
-        step("read and decode (rest of __getitem__)", 0.7, "getitem"), step("Resize", 0.3, input_size="500x400 image")
+        step("read and decode (rest of __getitem__)", 0.7, "getitem"), step("Resize", 0.3, image=(500, 400))
     )
     assert fire(rec.cache_in_ram, facts(breakdown=heavy, memory_available_bytes=4 * GIB)) is None
     light = breakdown(step("read and decode (rest of __getitem__)", 0.2, "getitem"), step("ColorJitter", 0.8))
@@ -182,15 +183,15 @@ def test_no_cache_when_it_does_not_fit_or_decoding_is_cheap() -> None:
 
 
 def test_resizing_large_images_first_in_the_breakdown_is_done_offline() -> None:
-    top = step("RandomResizedCrop(size=(224, 224))", 0.6, input_size="1920x1080 image")
+    top = step("RandomResizedCrop(size=(224, 224))", 0.6, image=(1920, 1080))
     found = fire(rec.resize_offline, facts(breakdown=breakdown(top, step("Normalize", 0.4)), batch=images()))
     assert found is not None and found.id == "resize-offline"
 
 
 def test_no_offline_resize_for_small_inputs_or_when_resize_is_not_the_top_step() -> None:
-    small = step("Resize(size=256)", 0.6, input_size="256x256 image")
+    small = step("Resize(size=256)", 0.6, image=(256, 256))
     assert fire(rec.resize_offline, facts(breakdown=breakdown(small, step("Normalize", 0.4)), batch=images())) is None
-    second = step("Resize(size=256)", 0.3, input_size="1920x1080 image")
+    second = step("Resize(size=256)", 0.3, image=(1920, 1080))
     other = breakdown(step("GaussianBlur", 0.7), second)
     assert fire(rec.resize_offline, facts(breakdown=other, batch=images())) is None
 
@@ -246,7 +247,7 @@ EVERYTHING = [
     facts(busy=0.2, wait_ms_p50=0.5, wait_ms_p90=40.0),
     facts(
         breakdown=breakdown(
-            step("RandomResizedCrop(224)", 0.6, input_size="1920x1080 image"),
+            step("RandomResizedCrop(224)", 0.6, image=(1920, 1080)),
             step("read and decode (rest of __getitem__)", 0.4, "getitem"),
         ),
         batch=images(),
@@ -267,9 +268,42 @@ def test_every_recommendation_has_evidence_and_a_gain_within_the_ceiling(case: F
         assert r.expected_speedup is None or v.speedup_ceiling is None or r.expected_speedup <= v.speedup_ceiling + 1e-9
 
 
-def test_a_rule_whose_lines_are_not_in_the_verdict_rests_on_its_first_line() -> None:
-    case = facts(wait=0.01)  # compute-bound: step-is-the-limit filters for "synthetic"/"waited" lines
+COMPUTE_BOUND = facts(wait=0.01, synthetic=b.summary("synthetic", throughput=102.0))
+
+
+def test_reworded_evidence_stays_attached_to_the_recommendations() -> None:
+    """Rules select their evidence by the findings' kinds: rewording every sentence changes what
+    they quote, never whether they quote it."""
+    case = COMPUTE_BOUND  # step-is-the-limit rests on the wait and the ceiling
     v = decide(case)
-    v = dataclasses.replace(v, evidence=("The step took 20 ms.",))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    reworded = tuple(dataclasses.replace(x, sentence=f"Reworded {i}.") for i, x in enumerate(v.findings))
+    v = dataclasses.replace(v, evidence=tuple(x.sentence for x in reworded), findings=reworded)
     found = rec.recommend(case, v)
     assert found and all(r.evidence for r in found)
+    assert all(line.startswith("Reworded") for r in found for line in r.evidence)
+
+
+def test_a_rule_without_its_findings_has_no_evidence_to_fill_in() -> None:
+    case = COMPUTE_BOUND
+    v = dataclasses.replace(decide(case), findings=())
+    step = rec.step_is_the_limit(case, v)
+    assert step is not None and step.evidence == ()
+
+
+def test_no_rule_reads_the_verdicts_sentences() -> None:
+    """A structural guarantee: no rule touches a sentence (evidence, label, caveats, a finding's
+    sentence); only ``cited`` turns the findings of chosen kinds into the lines a rule quotes."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(rec))
+    rules = {rule.__name__ for rule in rec.RULES}
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert rules <= set(functions)
+    texts = {"evidence", "label", "caveats", "sentence"}
+    for name in rules:
+        touched = {n.attr for n in ast.walk(functions[name]) if isinstance(n, ast.Attribute)} & texts
+        assert not touched, f"{name} reads {touched}"
+    cited = {n.attr for n in ast.walk(functions["cited"]) if isinstance(n, ast.Attribute)}
+    assert cited <= {"sentence", "of"}, cited

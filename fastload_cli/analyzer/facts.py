@@ -1,0 +1,145 @@
+"""What the verdict and the recommendations are decided from: ``Facts``, gathered from the runs.
+
+Properties derive what several rules ask (the ceiling, the contention, worker start-up, batches
+cheaper than their handoff); each is a pure function of the measured numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.records import BatchInfo, Breakdown, LoaderInfo, RunSummary, SweepResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Facts:
+    """What the verdict and the recommendations are decided from."""
+
+    real: RunSummary | None
+    synthetic: RunSummary | None = None
+    no_aug: RunSummary | None = None
+    loader: LoaderInfo | None = None  # the training loader, as the real run saw it
+    cpu_count: int | None = None
+    cuda_in_use: bool = False
+    augmentations: tuple[str, ...] = ()
+    substituted: tuple[str, ...] = ()  # what no-aug actually replaced
+    disturbed: bool = False  # other processes took a large share of the CPU during a compared run
+    sweep: SweepResult | None = None  # a num_workers sweep, when one ran
+    breakdown: Breakdown | None = None  # where a sample's loading time goes, when it was timed
+    batch: BatchInfo | None = None  # the training loader's first batch
+    epoch_startup_s: tuple[float, ...] = ()  # real run: iter() to first batch, for each epoch
+    startup_busy: float | None = None  # real run: the workers' CPU share during those start-ups
+    wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
+    wait_ms_p90: float | None = None
+    memory_available_bytes: int | None = None  # free memory when the real run started
+
+    @property
+    def ceiling(self) -> float | None:
+        return speedup(self.synthetic, self.real)
+
+    @property
+    def aug_speedup(self) -> float | None:
+        return speedup(self.no_aug, self.real)
+
+    @property
+    def contention(self) -> float | None:
+        """How much slower the step itself ran beside the real input pipeline than with free inputs."""
+        if self.real is None or self.synthetic is None:
+            return None
+        a, b = self.real.compute_ms_p50, self.synthetic.compute_ms_p50
+        return a / b if a is not None and b else None
+
+    @property
+    def concurrent_loading(self) -> bool:
+        """Loading runs beside the step (workers, a pin-memory thread), so it can slow the step.
+
+        Without it (num_workers=0, no pinning) loading happens only inside the wait, and a slower
+        step in the real run cannot be the input pipeline's doing.
+        """
+        return self.loader is not None and (self.loader.num_workers > 0 or self.loader.pin_memory)
+
+    @property
+    def contended(self) -> bool:
+        c = self.contention
+        return self.concurrent_loading and c is not None and c >= th.CONTENTION_SIGNIFICANT
+
+    @property
+    def loaders_cost_the_step(self) -> bool:
+        """The loaders measurably slow the step, or are known to: workers handing over batches
+        cheaper to build than to hand over cost the step CPU by construction."""
+        return self.contended or (self.cheap_batches is not None and self.concurrent_loading)
+
+    @property
+    def sweep_confirms_input(self) -> bool:
+        """A sweep measured a num_workers setting much faster than the script's own."""
+        found = self.sweep
+        return (
+            found is not None
+            and found.significant
+            and found.speedup is not None
+            and found.speedup >= th.SWEEP_CONFIRMS_INPUT
+        )
+
+    @property
+    def num_workers(self) -> int | None:
+        return self.loader.num_workers if self.loader is not None else None
+
+    @property
+    def startup_s(self) -> float | None:
+        """The median epoch's start-up, when the workers start again every epoch."""
+        loader, starts = self.loader, sorted(self.epoch_startup_s)
+        if loader is None or loader.num_workers == 0 or loader.persistent_workers or not starts:
+            return None
+        return starts[len(starts) // 2]
+
+    @property
+    def epoch_s(self) -> float | None:
+        """One epoch's steps at the real run's steady throughput, start-up left out."""
+        loader, real = self.loader, self.real
+        if loader is None or real is None or loader.dataset_len is None or not loader.batch_size:
+            return None
+        rate = real.throughput_batches_per_s
+        return (loader.dataset_len / loader.batch_size) / rate if rate else None
+
+    @property
+    def restart_share(self) -> float | None:
+        """The share of training time spent starting the workers again, every epoch."""
+        startup, epoch = self.startup_s, self.epoch_s
+        return startup / (startup + epoch) if startup is not None and epoch is not None else None
+
+    @property
+    def restarts_dominate(self) -> bool:
+        """Worker start-up, measured in more than one epoch, takes an input-bound share of the time."""
+        share = self.restart_share
+        return (
+            share is not None and share >= th.RESTART_INPUT_BOUND and len(self.epoch_startup_s) >= th.RESTART_MIN_EPOCHS
+        )
+
+    @property
+    def cheap_batches(self) -> str | None:
+        """Why the workers' batches cost less to build than to hand over, or None.
+
+        A dataset of tensors already in memory, or a batch the breakdown timed under the handoff's
+        cost: a worker only adds pickling, shared memory and unpickling to it.
+        """
+        loader = self.loader
+        if loader is None or loader.num_workers == 0:
+            return None
+        if loader.dataset_type in th.IN_MEMORY_DATASETS:
+            return f"the dataset is a {loader.dataset_type}: its items are slices of tensors already in memory"
+        breakdown = self.breakdown
+        if breakdown is not None and breakdown.ms_per_sample is not None and loader.batch_size:
+            per_batch_ms = breakdown.ms_per_sample * loader.batch_size
+            if per_batch_ms < th.WORKER_HANDOFF_MS:
+                return (
+                    f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
+                )
+        return None
+
+
+def speedup(faster: RunSummary | None, base: RunSummary | None) -> float | None:
+    if faster is None or base is None:
+        return None
+    a, b = faster.throughput_samples_per_s, base.throughput_samples_per_s
+    return a / b if a is not None and b else None
