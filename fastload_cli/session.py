@@ -1,43 +1,33 @@
-"""A command's runs: which modes to run, in what order, and the report they add up to.
+"""A command's runs, executed: which runs follow is decided by ``analyzer.next_runs``, never here.
 
 ``run_modes`` runs ``real`` first; if it measured nothing the script cannot be diagnosed and a
-``FastloadError`` says why. The other modes follow; ``no-aug`` only when there is augmentation to
-remove. Ctrl-C ends the sequence: the runs so far are returned, the interrupted one included.
+``FastloadError`` says why. The other modes follow. Ctrl-C ends the sequence: the runs so far
+are kept, the interrupted one included. Every command returns an ``Outcome``: each run with its
+summary (computed once, here), the sweep limits in force, and the breakdown when one ran.
 """
 
 from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-import fastload_cli
-from fastload_cli.analyzer import (
-    Analysis,
-    analyze,
-    current_workers,
-    disturbed,
-    sweep,
-    sweep_limits_for,
-    sweep_points,
-)
+from fastload_cli.analyzer import analyze, disturbed, next_runs, sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for
-from fastload_cli.analyzer.metrics import describe_error, primary_loader, summarize
-from fastload_cli.analyzer.verdict import read_ceiling
+from fastload_cli.analyzer.metrics import describe_error, summarize
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
-    Bottleneck,
     Breakdown,
     Environment,
     GpuDevice,
     Mode,
     ModeSpec,
-    Report,
     RunResult,
     RunStatus,
+    RunSummary,
     StopReason,
 )
 from fastload_cli.runner.launch import Observer, run_mode
@@ -54,13 +44,20 @@ NO_LOADER_HINT = (
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    runs: tuple[RunResult, ...]
-    interrupted: bool
+    """What a command's runs measured: each run with its summary, in the order they ran."""
+
+    runs: tuple[RunResult, ...] = ()
+    summaries: tuple[RunSummary, ...] = ()
+    interrupted: bool = False
     breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
+    limits: sweep.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
+
+    def adding(self, run: RunResult, summary: RunSummary) -> Outcome:
+        return replace(self, runs=(*self.runs, run), summaries=(*self.summaries, summary))
 
 
 @dataclass(frozen=True, slots=True)
-class Runner:
+class ModeRunner:
     """Runs one mode at a time, with what every command's runs share."""
 
     base: RunConfig
@@ -68,41 +65,47 @@ class Runner:
     observe: ObserverFactory
     on_note: NoteSink = lambda spec, message: None
 
-    def measure(self, config: RunConfig, *, first: bool = False) -> RunResult:
-        """One run; measured again when other processes skewed it. ``first``: the run that must
-        measure something, or the script cannot be diagnosed (a FastloadError says why)."""
+    def measure(self, config: RunConfig, *, first: bool = False) -> tuple[RunResult, RunSummary]:
+        """One run and its summary; measured again when other processes skewed it. ``first``: the
+        run that must measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
         if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
         if first:
             check_measurable(run, config.python)
-        summary = summarize(run) if run.status is RunStatus.OK else None
-        if summary is not None and disturbed(summary):  # other work skewed it: measure again
+        summary = summarize(run)
+        if run.status is RunStatus.OK and disturbed(summary):  # other work skewed it: measure again
             load = summary.foreign_cpu_fraction or 0.0
             self.on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
             again = run_mode(config, self.nvml, self.observe(spec))
-            if again.status is RunStatus.INTERRUPTED or _load_below(again, load):
-                run = again
-        return run
+            again_summary = summarize(again)
+            if again.status is RunStatus.INTERRUPTED or _quieter(again, again_summary, load):
+                return again, again_summary
+        return run, summary
 
 
-def run_modes(runner: Runner, modes: Sequence[ModeSpec], done: Sequence[RunResult] = ()) -> Outcome:
+def _quieter(run: RunResult, summary: RunSummary, load: float) -> bool:
+    """The run finished well and other processes took less of the CPU during it than ``load``."""
+    found = summary.foreign_cpu_fraction if run.status is RunStatus.OK else None
+    return found is not None and found < load
+
+
+def run_modes(runner: ModeRunner, modes: Sequence[ModeSpec], done: Outcome | None = None) -> Outcome:
     """Run ``modes`` in order after the runs already ``done``; the real one must measure a batch."""
-    runs: list[RunResult] = list(done)
+    outcome = done or Outcome()
     try:
         for spec in modes:
-            skip = _why_skip(spec, runs, runner.base)
+            skip = next_runs.why_skip(spec, outcome.runs, runner.base.child.drop_transforms)
             if skip is not None:
                 runner.on_note(spec, f"skipped: {skip}")
                 continue
-            run = runner.measure(runner.base.with_mode(spec), first=spec.mode is Mode.REAL)
-            runs.append(run)
-            if run.status is RunStatus.INTERRUPTED:
-                return Outcome(runs=tuple(runs), interrupted=True)
+            outcome = outcome.adding(*runner.measure(runner.base.with_mode(spec), first=spec.mode is Mode.REAL))
+            if outcome.runs[-1].status is RunStatus.INTERRUPTED:
+                return replace(outcome, interrupted=True)
     except KeyboardInterrupt:  # between two runs: the finished ones are kept
-        return Outcome(runs=tuple(runs), interrupted=True)
-    return Outcome(runs=tuple(runs), interrupted=False)
+        return replace(outcome, interrupted=True)
+    return outcome
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,59 +120,40 @@ def sweep_limits(max_workers: int, grid: tuple[int, ...] | None = None) -> sweep
     return sweep.Limits(max_workers=max_workers, memory_budget_bytes=budget, grid=grid)
 
 
-def point_config(base: RunConfig, spec: ModeSpec, prefetch_factor: int | None) -> RunConfig:
-    """A sweep point's run: at start-up every worker delivers its first ``prefetch_factor`` batches
-    at once, so those are warm-up; and the window holds a few rounds of batches from all workers."""
-    workers = spec.workers or 0
-    burst = workers * (spec.prefetch_factor or prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
-    return replace(
-        base.with_child(mode=spec, warmup=max(base.warmup, burst)),
-        max_batches=max(base.max_batches, th.SWEEP_ROUNDS * workers),
-    )
-
-
-def run_sweep(runner: Runner, limits: sweep.Limits, done: Sequence[RunResult] = ()) -> Outcome:
-    """Measure num_workers settings as ``sweep.plan`` asks, after the runs already ``done`` (a real
-    run among them is the script's own setting)."""
-    runs = list(done)
-    points = sweep_points(runs)
+def run_sweep(runner: ModeRunner, limits: sweep.Limits, done: Outcome | None = None) -> Outcome:
+    """Measure the num_workers settings ``next_runs.next_setting`` asks for, after the runs already
+    ``done`` (a real run among them is the script's own setting)."""
+    outcome = replace(done or Outcome(), limits=limits)
     try:
-        while (step := sweep.plan(points, sweep_limits_for(limits, runs), current_workers(runs))).workers is not None:
-            run = _sweep_run(runner, ModeSpec(mode=Mode.WORKERS, workers=step.workers), runs)
-            runs.append(run)
-            points.append(sweep.point(summarize(run)))
-            if run.status is RunStatus.INTERRUPTED:
-                return Outcome(runs=tuple(runs), interrupted=True)
+        while (workers := next_runs.next_setting(outcome.runs, outcome.summaries, limits).workers) is not None:
+            outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome)
+            if outcome.interrupted:
+                return outcome
     except KeyboardInterrupt:
-        return Outcome(runs=tuple(runs), interrupted=True)
-    return Outcome(runs=tuple(runs), interrupted=False)
+        return replace(outcome, interrupted=True)
+    return outcome
 
 
-def run_variants(runner: Runner, limits: sweep.Limits, done: Outcome, specs: Sequence[ModeSpec]) -> Outcome:
-    """Each of ``specs`` (prefetch_factor / pin_memory overrides) at the setting the sweep chose."""
-    runs = list(done.runs)
-    result = sweep.conclude(sweep_points(runs), current_workers(runs), sweep_limits_for(limits, runs), None)
-    if done.interrupted or result is None or result.recommended_workers is None:
-        return done
-    best = result.recommended_workers
-    if best == 0 and any(spec.prefetch_factor is not None for spec in specs):
-        runner.on_note(None, "--prefetch-factor: skipped, the best setting has no workers to prefetch.")
-        specs = [spec for spec in specs if spec.prefetch_factor is None]
+def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -> Outcome:
+    """Each of ``specs`` (prefetch_factor / pin_memory variants of one setting)."""
+    outcome = done
     try:
         for spec in specs:
-            run = _sweep_run(runner, replace(spec, mode=Mode.WORKERS, workers=best), runs)
-            runs.append(run)
-            if run.status is RunStatus.INTERRUPTED:
-                return Outcome(runs=tuple(runs), interrupted=True)
+            outcome = _sweep_point(runner, spec, outcome)
+            if outcome.interrupted:
+                return outcome
     except KeyboardInterrupt:
-        return Outcome(runs=tuple(runs), interrupted=True)
-    return Outcome(runs=tuple(runs), interrupted=False)
+        return replace(outcome, interrupted=True)
+    return outcome
 
 
-def _sweep_run(runner: Runner, spec: ModeSpec, runs: Sequence[RunResult]) -> RunResult:
-    loader = next((primary_loader(r) for r in runs if r.batches), None)
-    config = point_config(runner.base, spec, loader.prefetch_factor if loader is not None else None)
-    return runner.measure(config, first=not any(r.batches for r in runs))
+def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome) -> Outcome:
+    warmup, batches = next_runs.point_batches(
+        spec, next_runs.first_loader(done.runs), runner.base.warmup, runner.base.max_batches
+    )
+    config = replace(runner.base.with_child(mode=spec, warmup=warmup), max_batches=batches)
+    outcome = done.adding(*runner.measure(config, first=not any(r.batches for r in done.runs)))
+    return replace(outcome, interrupted=outcome.runs[-1].status is RunStatus.INTERRUPTED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,71 +161,65 @@ def _sweep_run(runner: Runner, spec: ModeSpec, runs: Sequence[RunResult]) -> Run
 # --------------------------------------------------------------------------------------------
 
 
-class Plan(Protocol):
-    """A command's runs: ``execute`` runs them; ``limits`` are the sweep's, for the analysis."""
+class CommandRuns(Protocol):
+    """A command's runs: ``execute`` runs them and returns all they measured."""
 
-    def execute(self, runner: Runner) -> Outcome: ...
-
-    def limits(self) -> sweep.Limits | None: ...
+    def execute(self, runner: ModeRunner) -> Outcome: ...
 
 
-@dataclass
-class Diagnose:
-    """The modes in order; then, when loading is the limit and the cores are not all busy, a short
-    num_workers sweep (``max_workers`` None: never)."""
+@dataclass(frozen=True, slots=True)
+class DiagnoseRuns:
+    """The modes in order; then what ``next_runs.after_modes`` asks for: a short num_workers
+    sweep (never when ``max_workers`` is None) and the breakdown."""
 
     modes: Sequence[ModeSpec]
     max_workers: int | None
     breakdown: bool = False  # time each loading step even when the verdict is not cpu
-    _limits: sweep.Limits | None = field(default=None, init=False)
 
-    def limits(self) -> sweep.Limits | None:
-        if self._limits is None and self.max_workers is not None:
-            self._limits = sweep_limits(self.max_workers)
-        return self._limits
-
-    def execute(self, runner: Runner) -> Outcome:
+    def execute(self, runner: ModeRunner) -> Outcome:
         outcome = run_modes(runner, self.modes)
         if outcome.interrupted:
             return outcome
-        analysis = analyze(outcome.runs)
-        if self.max_workers is not None:
-            outcome = self._sweep(runner, outcome, analysis)
-        if not outcome.interrupted and (self.breakdown or analysis.verdict.bottleneck is Bottleneck.CPU):
+        analysis = analyze(outcome.runs, summaries=outcome.summaries)
+        then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
+        if then.why:
+            runner.on_note(None, then.why)
+        if then.sweep and self.max_workers is not None:
+            limits = replace(sweep_limits(self.max_workers), min_workers=then.min_workers)
+            short = replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
+            outcome = run_sweep(replace(runner, base=short), limits, done=outcome)
+        if then.breakdown and not outcome.interrupted:
             return run_breakdown(runner, outcome)
         return outcome
 
-    def _sweep(self, runner: Runner, outcome: Outcome, analysis: Analysis) -> Outcome:
-        why_not = why_not_sweep(analysis)
-        if why_not is not None:
-            if why_not != NOT_INPUT_BOUND:
-                runner.on_note(None, f"No num_workers sweep: {why_not}.")
+
+@dataclass(frozen=True, slots=True)
+class SweepRuns:
+    """``sweep-workers``: the num_workers search (or ``grid``), then prefetch_factor and pin_memory
+    variants at the setting it found best."""
+
+    max_workers: int
+    grid: tuple[int, ...] | None = None
+    prefetch_factors: tuple[int, ...] = ()
+    pin_both: bool = False
+
+    def execute(self, runner: ModeRunner) -> Outcome:
+        limits = sweep_limits(self.max_workers, self.grid)
+        outcome = run_sweep(runner, limits)
+        if outcome.interrupted:
             return outcome
-        why = (
-            "Handing batches over from workers may cost more than building them"
-            if analysis.facts.cheap_batches is not None
-            else "Loading is the limit and the cores are not all busy"
-        )
-        runner.on_note(None, f"{why}: measuring num_workers settings.")
-        limits = self.limits()
-        assert limits is not None
-        if analysis.verdict.bottleneck is Bottleneck.IO and analysis.facts.cheap_batches is None:
-            # Loading waits on latency: fewer workers only put fewer reads in flight.
-            self._limits = limits = replace(limits, min_workers=analysis.facts.num_workers or 0)
-        short = replace(
-            runner, base=replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
-        )
-        return run_sweep(short, limits, done=outcome.runs)
+        found = next_runs.variants(outcome.runs, outcome.summaries, limits, self.prefetch_factors, self.pin_both)
+        for note in found.notes:
+            runner.on_note(None, note)
+        return run_variants(runner, found.specs, outcome) if found.specs else outcome
 
 
-def run_breakdown(runner: Runner, done: Outcome) -> Outcome:
+def run_breakdown(runner: ModeRunner, done: Outcome) -> Outcome:
     """One more run of the script that times each loading step on a sample of items, in-process,
     at the first DataLoader iteration, and ends there."""
     runner.on_note(None, f"Timing each loading step on {DEFAULT_BREAKDOWN_ITEMS} samples (breakdown).")
-    config = replace(
-        runner.base.with_child(mode=ModeSpec(mode=Mode.BREAKDOWN), breakdown_items=DEFAULT_BREAKDOWN_ITEMS),
-        py_spy_s=0.0,
-    )
+    mode = ModeSpec(mode=Mode.BREAKDOWN)
+    config = replace(runner.base.with_child(mode=mode, breakdown_items=DEFAULT_BREAKDOWN_ITEMS), py_spy_s=0.0)
     try:
         run = run_mode(config, None, Observer())
     except KeyboardInterrupt:
@@ -253,78 +231,6 @@ def run_breakdown(runner: Runner, done: Outcome) -> Outcome:
         why = describe_error(run) or "the script did not iterate a DataLoader"
         found = Breakdown(loader_id=None, items=0, threads=1, ms_per_sample=None, steps=(), unavailable=why)
     return replace(done, breakdown=found)
-
-
-NOT_INPUT_BOUND = "loading is not the limit"
-
-
-def why_not_sweep(analysis: Analysis) -> str | None:
-    """Why measuring num_workers settings would not help, or None when it may."""
-    if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
-        return NOT_INPUT_BOUND
-    facts = analysis.facts
-    if facts.restarts_dominate:
-        return "the workers' start-up every epoch is the limit, and more workers only start more of them"
-    if facts.cheap_batches is not None:
-        return None  # fewer workers can help however busy the cores are
-    busy = facts.real.system_cpu_busy_fraction if facts.real is not None else None
-    if busy is not None and busy >= th.CPU_SATURATED:
-        return f"the cores were {100 * busy:.0f}% busy: more workers cannot help"
-    return None
-
-
-@dataclass
-class Sweep:
-    """``sweep-workers``: the num_workers search (or ``grid``), then prefetch_factor and pin_memory
-    variants at the setting it found best."""
-
-    max_workers: int
-    grid: tuple[int, ...] | None = None
-    prefetch_factors: tuple[int, ...] = ()
-    pin_both: bool = False
-    _limits: sweep.Limits | None = field(default=None, init=False)
-
-    def limits(self) -> sweep.Limits:
-        if self._limits is None:
-            self._limits = sweep_limits(self.max_workers, self.grid)
-        return self._limits
-
-    def execute(self, runner: Runner) -> Outcome:
-        outcome = run_sweep(runner, self.limits())
-        variants = self.variants(outcome.runs, runner.on_note)
-        return run_variants(runner, self.limits(), outcome, variants) if variants else outcome
-
-    def variants(self, runs: Sequence[RunResult], on_note: NoteSink) -> list[ModeSpec]:
-        loader = next((primary_loader(r) for r in runs if r.batches), None)
-        if loader is None:
-            return []
-        found = []
-        own_factor = loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR
-        found += [ModeSpec(mode=Mode.WORKERS, prefetch_factor=f) for f in self.prefetch_factors if f != own_factor]
-        if self.pin_both:
-            if any(r.env.cuda_available for r in runs):
-                found.append(ModeSpec(mode=Mode.WORKERS, pin_memory=not loader.pin_memory))
-            else:
-                on_note(
-                    None,
-                    "--pin-memory both: skipped, CUDA is not available (pinned memory only speeds up copies to a GPU).",
-                )
-        return found
-
-
-def _load_below(run: RunResult, load: float) -> bool:
-    """The run finished well and other processes took less of the CPU during it than ``load``."""
-    found = summarize(run).foreign_cpu_fraction if run.status is RunStatus.OK else None
-    return found is not None and found < load
-
-
-def _why_skip(spec: ModeSpec, done: list[RunResult], base: RunConfig) -> str | None:
-    if spec.mode is not Mode.NO_AUG or base.child.drop_transforms:
-        return None
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    if real is not None and not any(lo.augmentations for lo in real.loaders):
-        return "no random augmentation found in the datasets' transforms"
-    return None
 
 
 def check_measurable(run: RunResult, python: str | None = None) -> None:
@@ -360,12 +266,8 @@ def check_measurable(run: RunResult, python: str | None = None) -> None:
     raise NoLoaderObservedError("the script ended without iterating a torch DataLoader", NO_LOADER_HINT)
 
 
-# --------------------------------------------------------------------------------------------
-# The report
-# --------------------------------------------------------------------------------------------
-
-
 def environment(runs: Sequence[RunResult], nvml: Nvml | str | None) -> Environment:
+    """The machine the runs ran on, as the report states it."""
     env = next((r.env for r in runs if r.env.torch is not None), None)
     cuda = next((r.env.cuda_available for r in runs if r.env.cuda_available is not None), None)
     gpus: tuple[GpuDevice, ...] = nvml.devices() if isinstance(nvml, Nvml) else ()
@@ -377,25 +279,4 @@ def environment(runs: Sequence[RunResult], nvml: Nvml | str | None) -> Environme
         gpus=gpus,
         cpu_count=next((r.cpu_count for r in runs), None),
         nvml=status,
-    )
-
-
-def build_report(command: str, base: RunConfig, outcome: Outcome, analysis: Analysis, env: Environment) -> Report:
-    no_aug = next((r for r in outcome.runs if r.spec.mode is Mode.NO_AUG), None)
-    return Report(
-        command=command,
-        script=base.script_arg0,
-        script_args=base.script_args,
-        fastload_version=fastload_cli.__version__,
-        environment=env,
-        runs=analysis.summaries,
-        verdict=analysis.verdict,
-        recommendations=analysis.recommendations,
-        substitutions=no_aug.substitutions if no_aug is not None else (),
-        interrupted=outcome.interrupted,
-        reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,
-        sweep=analysis.facts.sweep,
-        breakdown=outcome.breakdown,
-        batch=analysis.facts.batch,
-        profile=next((r.profile for r in outcome.runs if r.spec.mode is Mode.REAL and r.profile), None),
     )

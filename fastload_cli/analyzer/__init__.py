@@ -48,11 +48,16 @@ class Analysis:
 
 
 def analyze(
-    runs: Sequence[RunResult], limits: sweep.Limits | None = None, breakdown: Breakdown | None = None
+    runs: Sequence[RunResult],
+    limits: sweep.Limits | None = None,
+    breakdown: Breakdown | None = None,
+    *,
+    summaries: Sequence[RunSummary] | None = None,
 ) -> Analysis:
     """``limits``: the sweep's limits, when the runs include a num_workers sweep; ``breakdown``:
-    the per-step loading times, when they were measured."""
-    summaries = tuple(summarize(run) for run in runs)
+    the per-step loading times, when they were measured; ``summaries``: the runs' summaries, when
+    they were already computed (in the runs' order)."""
+    summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
     facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
     verdict = decide(facts, caveats(runs, summaries))
     if facts.sweep is not None:

@@ -64,7 +64,7 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class NextSetting:
     workers: int | None  # the next setting to measure; None: the sweep is complete
     stopped: str | None = None  # why the climb ended early, when a limit or a failure ended it
 
@@ -139,19 +139,19 @@ def _throughput(p: SweepPoint) -> float:
     return p.throughput_samples_per_s or 0.0
 
 
-def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> Plan:
+def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> NextSetting:
     """The next setting to measure, given those measured so far."""
     measured = _plain(points)
     if limits.grid is not None:
         wanted = [*limits.grid, *([current] if current is not None else [])]
-        return Plan(next((w for w in wanted if w not in measured and not limits.too_many(w)), None))
+        return NextSetting(next((w for w in wanted if w not in measured and not limits.too_many(w)), None))
     rung, stopped = climb(points, limits)
     if rung is not None:
-        return Plan(rung)
+        return NextSetting(rung)
     if current is not None and current not in measured:
-        return Plan(current, stopped)
+        return NextSetting(current, stopped)
     refine = _refinement(measured, limits, current)
-    return Plan(refine if refine is not None else _confirmation(measured, limits, current), stopped)
+    return NextSetting(refine if refine is not None else _confirmation(measured, limits, current), stopped)
 
 
 def _confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:

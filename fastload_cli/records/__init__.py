@@ -56,6 +56,7 @@ from fastload_cli.records.report import (
     RunSummary,
     SweepPoint,
     SweepResult,
+    Timeline,
     Verdict,
 )
 
@@ -99,5 +100,6 @@ __all__ = [
     "SweepResult",
     "SystemSample",
     "TensorLeaf",
+    "Timeline",
     "Verdict",
 ]

@@ -5,7 +5,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from fastload_cli.records.measured import Breakdown, GpuDevice, Profile, Substitution, TensorLeaf
+from fastload_cli.records.measured import (
+    BatchRecord,
+    Breakdown,
+    GpuDevice,
+    GpuSample,
+    HostSample,
+    IteratorInfo,
+    Profile,
+    Substitution,
+    TensorLeaf,
+)
 from fastload_cli.records.modes import SCHEMA, Bottleneck, RunStatus
 
 # --------------------------------------------------------------------------------------------
@@ -173,6 +183,23 @@ class Environment:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Timeline:
+    """One run over time, all on the monotonic clock the child and the parent share: the loop's
+    wait for every batch, each epoch's iterator start-up, and the samples of every process."""
+
+    mode: str  # the run's label in ``runs``
+    variant: str | None
+    started_ns: int
+    ended_ns: int
+    warmup_batches: int  # the training loader's first batches that are warm-up, not measured
+    loader_id: int | None  # the training loader (the one the summary measures)
+    iterators: tuple[IteratorInfo, ...]
+    batches: tuple[BatchRecord, ...]  # wait start and end per batch, every loader
+    host_samples: tuple[HostSample, ...]  # CPU, run queue, RSS and reads per process; the system
+    gpu_samples: tuple[GpuSample, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     command: str
     script: str
@@ -189,4 +216,5 @@ class Report:
     breakdown: Breakdown | None = None  # where a sample's loading time goes
     batch: BatchInfo | None = None  # the training loader's first batch
     profile: Profile | None = None  # py-spy: the loading processes' top functions (--py-spy)
+    timelines: tuple[Timeline, ...] = ()  # each run over time (left out of the JSON unless asked for)
     schema: str = SCHEMA

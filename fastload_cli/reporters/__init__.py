@@ -1,1 +1,30 @@
-"""Renderers: each a pure converter from a ``Report``; ``cli.py`` does the writing."""
+"""Report renderers, one module per format, and the registry of formats fastload can write.
+
+Each format is a pure converter from a ``Report`` to the text of a document; ``cli`` does the
+writing (to a file, or to stdout for ``-``). Adding a format is one module and one line in
+``FORMATS``; ``--output NAME=PATH`` writes it, and ``--json PATH`` is ``--output json=PATH``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastload_cli.records import Report
+from fastload_cli.reporters import json_report, terminal
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    name: str
+    render: Callable[[Report], str]  # the whole document
+    summary: str  # for --help and error messages
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("json", json_report.document, "the JSON report, schema fastload.report/1"),
+        Format("text", terminal.plain_text, "the terminal report as plain text, no colour"),
+    )
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from typing import Any
 
 from fastload_cli.records import Report
@@ -29,3 +30,12 @@ def to_json(value: Any) -> Any:
 def render(report: Report) -> dict[str, Any]:
     body = to_json(report)
     return {**{key: body.pop(key) for key in LEADING_KEYS}, **body}
+
+
+def document(report: Report, *, timelines: bool = False) -> str:
+    """The JSON document as text. Each run's timeline is left out unless asked for: the summaries
+    are the contract, and a timeline holds every batch and sample."""
+    body = render(report)
+    if not timelines:
+        body.pop("timelines", None)
+    return json.dumps(body, indent=2, allow_nan=False) + "\n"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -255,3 +256,14 @@ def _section(title: str, items: list[RenderableType]) -> list[RenderableType]:
         return []
     bullets = [Padding(item, (0, 0, 0, 2)) for item in items]
     return [Text(""), Text(title, style="bold underline"), *bullets]
+
+
+# Width of the plain-text report (``--output text=PATH``): wide enough for the modes table.
+TEXT_WIDTH = 100
+
+
+def plain_text(report: Report) -> str:
+    """The terminal report as plain text: fixed width, no colour, for a file or a CI log."""
+    console = Console(file=io.StringIO(), width=TEXT_WIDTH, color_system=None, force_terminal=False, record=True)
+    console.print(render(report))
+    return console.export_text()

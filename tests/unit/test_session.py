@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import session
-from fastload_cli.analyzer import Analysis, analyze, sweep
+from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
@@ -45,7 +45,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, results: list[RunResult]) -> list[str]
 
 def run(notes: list[str] | None = None) -> session.Outcome:
     found = notes if notes is not None else []
-    runner = session.Runner(BASE, None, lambda spec: None, lambda spec, m: found.append(m))
+    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, m: found.append(m))
     return session.run_modes(runner, DIAGNOSE_MODES)
 
 
@@ -111,7 +111,7 @@ def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2) -> list
 
 def test_a_sweep_climbs_refines_and_confirms(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
-    runner = session.Runner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     outcome = session.run_sweep(runner, sweep.Limits())
     assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7, 8, 2]
     # each point's warm-up covers the start-up burst, and its window several rounds of batches
@@ -132,11 +132,11 @@ def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monke
         return b.run("real", b.batches([wait_ms] * 40, 5.0), samples=samples)
 
     synthetic = b.run("synthetic", b.batches([0.1] * 40, 5.0))
-    assert session.why_not_sweep(analyze([real(0.4), synthetic])) is None
+    assert next_runs.why_not_sweep(analyze([real(0.4), synthetic])) is None
     assert (
-        session.why_not_sweep(analyze([real(0.97), synthetic])) == "the cores were 97% busy: more workers cannot help"
+        next_runs.why_not_sweep(analyze([real(0.97), synthetic])) == "the cores were 97% busy: more workers cannot help"
     )
-    assert session.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == session.NOT_INPUT_BOUND
+    assert next_runs.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == next_runs.NOT_INPUT_BOUND
 
 
 def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers() -> None:
@@ -149,13 +149,13 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
         loader=b.loader(),
         cpu_count=2,
     )
-    assert session.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
+    assert next_runs.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
     cheap = dataclasses.replace(base, loader=dataclasses.replace(b.loader(), dataset_type="TensorDataset"))
-    assert session.why_not_sweep(analysis(cheap)) is None  # fewer workers can
+    assert next_runs.why_not_sweep(analysis(cheap)) is None  # fewer workers can
     restarting = dataclasses.replace(
         base, real=b.summary(wait=0.3, busy=0.1, system=0.5), epoch_startup_s=(40.0, 42.0), startup_busy=0.0
     )
-    why = session.why_not_sweep(analysis(restarting))
+    why = next_runs.why_not_sweep(analysis(restarting))
     assert why is not None and "start-up every epoch" in why
 
 
@@ -170,12 +170,12 @@ def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkey
         return dataclasses.replace(run, host_samples=samples)
 
     monkeypatch.setattr(session, "run_mode", sleeping_workers)
-    plan = session.Diagnose(modes=DIAGNOSE_MODES, max_workers=32)
-    runner = session.Runner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    plan = session.DiagnoseRuns(modes=DIAGNOSE_MODES, max_workers=32)
+    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     outcome = plan.execute(runner)
     swept = [c.spec.workers for c in calls if c.spec.mode is Mode.WORKERS]
-    analysis = analyze(outcome.runs, plan.limits())
+    analysis = analyze(outcome.runs, outcome.limits)
     assert analysis.verdict.bottleneck is Bottleneck.IO
     assert swept and min(swept) >= 2  # fewer workers than the script's 2 would hide less latency
-    limits = plan.limits()
+    limits = outcome.limits
     assert limits is not None and limits.min_workers == 2

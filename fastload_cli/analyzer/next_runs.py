@@ -1,0 +1,134 @@
+"""What to run next, decided from what was measured so far: pure functions the session asks.
+
+The session executes; these say whether a mode is worth running, whether ``diagnose`` follows
+its modes with a num_workers sweep (and from which setting) and a breakdown, how many batches a
+sweep point needs, and which prefetch_factor / pin_memory variants ``sweep-workers`` tries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastload_cli.analyzer import Analysis, current_workers, sweep, sweep_limits_for, sweep_points
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import primary_loader
+from fastload_cli.records import Bottleneck, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
+
+NOT_INPUT_BOUND = "loading is not the limit"
+
+
+def why_skip(spec: ModeSpec, done: Sequence[RunResult], drop_transforms: tuple[str, ...]) -> str | None:
+    """Why a mode would measure nothing new, or None: no-aug without augmentation to remove."""
+    if spec.mode is not Mode.NO_AUG or drop_transforms:
+        return None
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    if real is not None and not any(lo.augmentations for lo in real.loaders):
+        return "no random augmentation found in the datasets' transforms"
+    return None
+
+
+def why_not_sweep(analysis: Analysis) -> str | None:
+    """Why measuring num_workers settings would not help, or None when it may."""
+    if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
+        return NOT_INPUT_BOUND
+    facts = analysis.facts
+    if facts.restarts_dominate:
+        return "the workers' start-up every epoch is the limit, and more workers only start more of them"
+    if facts.cheap_batches is not None:
+        return None  # fewer workers can help however busy the cores are
+    busy = facts.real.system_cpu_busy_fraction if facts.real is not None else None
+    if busy is not None and busy >= th.CPU_SATURATED:
+        return f"the cores were {100 * busy:.0f}% busy: more workers cannot help"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class AfterModes:
+    """What ``diagnose`` runs once its modes are measured."""
+
+    sweep: bool  # a num_workers sweep
+    why: str  # the note that says why it sweeps, or why not ("" when nothing is worth saying)
+    min_workers: int  # the sweep's climb starts here
+    breakdown: bool  # time each loading step
+
+
+def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -> AfterModes:
+    """The sweep and the breakdown that follow ``diagnose``'s modes."""
+    breakdown = breakdown_asked or analysis.verdict.bottleneck is Bottleneck.CPU
+    why_not = why_not_sweep(analysis) if may_sweep else NOT_INPUT_BOUND
+    if why_not is not None:
+        note = "" if why_not == NOT_INPUT_BOUND else f"No num_workers sweep: {why_not}."
+        return AfterModes(sweep=False, why=note, min_workers=0, breakdown=breakdown)
+    facts = analysis.facts
+    cheap = facts.cheap_batches is not None
+    why = (
+        "Handing batches over from workers may cost more than building them"
+        if cheap
+        else "Loading is the limit and the cores are not all busy"
+    )
+    # Loading that waits on latency: fewer workers only put fewer reads in flight.
+    io = analysis.verdict.bottleneck is Bottleneck.IO and not cheap
+    start = (facts.num_workers or 0) if io else 0
+    return AfterModes(sweep=True, why=f"{why}: measuring num_workers settings.", min_workers=start, breakdown=breakdown)
+
+
+def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_batches: int) -> tuple[int, int]:
+    """A sweep point's warm-up and measured batches: at start-up every worker delivers its first
+    ``prefetch_factor`` batches at once, so those are warm-up; the window holds a few rounds of
+    batches from all workers."""
+    workers = spec.workers or 0
+    factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
+    burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
+    return max(warmup, burst), max(max_batches, th.SWEEP_ROUNDS * workers)
+
+
+def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
+    """The training loader, as the first run that measured a batch saw it."""
+    return next((primary_loader(r) for r in runs if r.batches), None)
+
+
+def next_setting(
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits
+) -> sweep.NextSetting:
+    """The num_workers setting the sweep measures next, from the settings measured so far."""
+    points = sweep_points(runs, summaries)
+    return sweep.plan(points, sweep_limits_for(limits, runs), current_workers(runs))
+
+
+@dataclass(frozen=True, slots=True)
+class Variants:
+    """The prefetch_factor / pin_memory variants to measure at the setting the sweep chose."""
+
+    specs: tuple[ModeSpec, ...]
+    notes: tuple[str, ...]  # what was asked for but is not measured, and why
+
+
+def variants(
+    runs: Sequence[RunResult],
+    summaries: Sequence[RunSummary],
+    limits: sweep.Limits,
+    prefetch_factors: tuple[int, ...],
+    pin_both: bool,
+) -> Variants:
+    """``sweep-workers --prefetch-factor/--pin-memory``: the variants of the chosen setting."""
+    loader = first_loader(runs)
+    points = sweep_points(runs, summaries)
+    result = sweep.conclude(points, current_workers(runs), sweep_limits_for(limits, runs), None)
+    if loader is None or result is None or result.recommended_workers is None:
+        return Variants(specs=(), notes=())
+    best, notes = result.recommended_workers, []
+    own_factor = loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR
+    factors = [f for f in prefetch_factors if f != own_factor]
+    if best == 0 and factors:
+        notes.append("--prefetch-factor: skipped, the best setting has no workers to prefetch.")
+        factors = []
+    specs = [ModeSpec(mode=Mode.WORKERS, workers=best, prefetch_factor=f) for f in factors]
+    if pin_both and any(r.env.cuda_available for r in runs):
+        specs.append(ModeSpec(mode=Mode.WORKERS, workers=best, pin_memory=not loader.pin_memory))
+    elif pin_both:
+        notes.append(
+            "--pin-memory both: skipped, CUDA is not available (pinned memory only speeds up copies to a GPU)."
+        )
+    return Variants(specs=tuple(specs), notes=tuple(notes))
+

@@ -1,0 +1,67 @@
+"""The report, assembled in one place: what a command measured, analysed, as one ``Report``."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import fastload_cli
+from fastload_cli.analyzer import analyze, sweep
+from fastload_cli.analyzer.metrics import primary_loader_id
+from fastload_cli.analyzer.verdict import read_ceiling
+from fastload_cli.config import RunConfig
+from fastload_cli.records import Breakdown, Environment, Mode, Report, RunResult, RunSummary, Timeline
+
+
+class Measured(Protocol):
+    """What a command's runs measured (the session's ``Outcome``)."""
+
+    @property
+    def runs(self) -> tuple[RunResult, ...]: ...
+    @property
+    def summaries(self) -> tuple[RunSummary, ...]: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def breakdown(self) -> Breakdown | None: ...
+    @property
+    def limits(self) -> sweep.Limits | None: ...
+
+
+def build_report(command: str, base: RunConfig, measured: Measured, environment: Environment) -> Report:
+    """Analyse what was measured and assemble the report every output format renders."""
+    analysis = analyze(measured.runs, measured.limits, measured.breakdown, summaries=measured.summaries)
+    no_aug = next((r for r in measured.runs if r.spec.mode is Mode.NO_AUG), None)
+    return Report(
+        command=command,
+        script=base.script_arg0,
+        script_args=base.script_args,
+        fastload_version=fastload_cli.__version__,
+        environment=environment,
+        runs=analysis.summaries,
+        verdict=analysis.verdict,
+        recommendations=analysis.recommendations,
+        substitutions=no_aug.substitutions if no_aug is not None else (),
+        interrupted=measured.interrupted,
+        reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,
+        sweep=analysis.facts.sweep,
+        breakdown=measured.breakdown,
+        batch=analysis.facts.batch,
+        profile=next((r.profile for r in measured.runs if r.spec.mode is Mode.REAL and r.profile), None),
+        timelines=tuple(timeline(run) for run in measured.runs),
+    )
+
+
+def timeline(run: RunResult) -> Timeline:
+    """One run over time, as the child and the samplers recorded it."""
+    return Timeline(
+        mode=run.label,
+        variant=run.spec.variant,
+        started_ns=run.started_ns,
+        ended_ns=run.ended_ns,
+        warmup_batches=run.warmup_batches,
+        loader_id=primary_loader_id(run),
+        iterators=run.iterators,
+        batches=run.batches,
+        host_samples=run.host_samples,
+        gpu_samples=run.gpu_samples,
+    )

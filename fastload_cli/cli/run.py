@@ -1,0 +1,208 @@
+"""Running a command: the runs with progress, the report written in every requested format, the
+error boundary and the signals. The only place, with the commands, that prints or writes files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from fastload_cli.config import RunConfig
+from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError
+
+if TYPE_CHECKING:
+    from fastload_cli.records import ModeSpec, Report
+    from fastload_cli.session import CommandRuns, Outcome
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+STDOUT = "-"
+
+stderr = Console(stderr=True, highlight=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Where the results go (format name -> path, '-' for stdout), and how chatty fastload is."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+    quiet: bool = False
+    debug: bool = False
+    show_output: bool = False
+
+    @property
+    def to_stdout(self) -> bool:
+        """A document goes to stdout, which then holds only that document."""
+        return STDOUT in self.paths.values()
+
+
+def outputs(json_path: str | None, requested: list[str] | None) -> dict[str, str]:
+    """``--json PATH`` and each ``--output FORMAT=PATH`` as format name -> path."""
+    from fastload_cli.reporters import FORMATS
+
+    found = {"json": json_path} if json_path is not None else {}
+    for item in requested or ():
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise FastloadError(f"--output {item}: expected FORMAT=PATH", "for example --output text=report.txt")
+        if name not in FORMATS:
+            known = ", ".join(FORMATS)
+            raise FastloadError(f"--output {item}: unknown format '{name}'", f"formats: {known}")
+        found[name] = path
+    if list(found.values()).count(STDOUT) > 1:
+        raise FastloadError("only one report can go to stdout ('-')", "write the others to files")
+    for path in found.values():
+        check_writable(path)
+    return found
+
+
+def check_writable(path: str) -> None:
+    """Fail before running anything when a report could not be written."""
+    if path == STDOUT:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise OutputPathError(path, "it is a directory")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputPathError(path, f"the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise OutputPathError(path, "permission denied")
+
+
+def run_command(command: str, base: RunConfig, runs: CommandRuns, out: Output) -> None:
+    """Execute the command's runs, analyse, report; exits with 130/143 when interrupted."""
+    from fastload_cli.samplers.gpu import open_nvml
+
+    nvml = open_nvml()
+    try:
+        with _terminate_as_interrupt() as terminated:
+            outcome = _run_with_progress(base, runs, nvml, out)
+        report = make_report(command, base, outcome, nvml)
+    finally:
+        if not isinstance(nvml, str):
+            nvml.shutdown()
+    if report is not None:
+        emit_report(report, out)
+    if outcome.interrupted:
+        measured = " The partial report covers what was measured." if report else " Nothing was measured."
+        note(out, "Interrupted." + measured)
+        raise typer.Exit(EXIT_TERMINATED if terminated.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
+
+
+def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
+    """The report, or None when an interrupted command measured no batch at all."""
+    from fastload_cli.analyzer.report import build_report
+    from fastload_cli.session import environment
+
+    if outcome.interrupted and not any(r.batches for r in outcome.runs):
+        return None
+    return build_report(command, base, outcome, environment(outcome.runs, nvml))
+
+
+def _run_with_progress(base: RunConfig, runs: CommandRuns, nvml: Any, out: Output) -> Outcome:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fastload_cli.runner.launch import Observer
+    from fastload_cli.session import ModeRunner
+
+    progress = Progress(
+        TextColumn("{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("batches"),
+        TimeElapsedColumn(),
+        console=stderr,
+        disable=out.quiet or not stderr.is_terminal,
+        transient=False,
+    )
+
+    def observe(spec: ModeSpec) -> Observer:
+        label = spec.label + (f" {spec.variant}" if spec.variant else "")
+        task = progress.add_task(label, total=None)
+        on_output = _stream_output if out.show_output else None
+        return Observer(
+            on_batches=lambda done, total: progress.update(task, completed=min(done, total), total=total),
+            on_output=on_output,
+        )
+
+    def on_note(spec: ModeSpec | None, message: str) -> None:
+        note(out, f"{spec.label}: {message}." if spec is not None else message)
+
+    with progress:
+        return runs.execute(ModeRunner(base, nvml, observe, on_note))
+
+
+def _stream_output(data: bytes) -> None:
+    sys.stderr.buffer.write(data)
+    sys.stderr.flush()
+
+
+def emit_report(report: Report, out: Output) -> None:
+    """Every requested format, then the terminal report unless stdout holds a document."""
+    from fastload_cli.reporters import FORMATS, terminal
+
+    for name, path in out.paths.items():
+        document = FORMATS[name].render(report)
+        if path == STDOUT:
+            sys.stdout.write(document)
+            sys.stdout.flush()
+        else:
+            Path(path).write_text(document)
+            note(out, f"{FORMATS[name].summary.capitalize()} written to {path}")
+    if not out.to_stdout:
+        Console(highlight=False).print(terminal.render(report))
+
+
+def note(out: Output, message: str) -> None:
+    if not out.quiet:
+        stderr.print(message, markup=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def error_boundary(out: Output) -> Iterator[None]:
+    """A FastloadError becomes one Error line and one Hint line on stderr and exit code 1."""
+    try:
+        yield
+    except FastloadError as exc:
+        if isinstance(exc, ScriptFailedError) and exc.output_tail.strip():
+            stderr.print("[dim]--- the script's last output ---[/dim]")
+            stderr.print(_tail_lines(exc.output_tail), markup=False, highlight=False)
+            stderr.print("[dim]---[/dim]")
+        if out.debug:
+            stderr.print_exception()
+        stderr.print(Text.assemble(("Error:", "bold red"), f" {exc.message}"), soft_wrap=True)
+        if exc.hint:
+            stderr.print(Text.assemble(("Hint:", "bold"), f" {exc.hint}"), soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def _tail_lines(text: str, lines: int = 25) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[dict[str, int]]:
+    """SIGTERM ends a command the way Ctrl-C does (clean stop, partial report), exit 143."""
+    seen: dict[str, int] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> NoReturn:
+        seen["signal"] = signum
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
