@@ -88,9 +88,7 @@ def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
     return next((primary_loader(r) for r in runs if r.batches), None)
 
 
-def next_setting(
-    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits
-) -> sweep.NextSetting:
+def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
     points = sweep_points(runs, summaries)
     return sweep.plan(points, sweep_limits_for(limits, runs), current_workers(runs))
@@ -131,4 +129,3 @@ def variants(
             "--pin-memory both: skipped, CUDA is not available (pinned memory only speeds up copies to a GPU)."
         )
     return Variants(specs=tuple(specs), notes=tuple(notes))
-

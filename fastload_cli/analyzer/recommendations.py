@@ -11,54 +11,19 @@ from collections.abc import Callable
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.advice import LOADER_ACTIVITY, bounded, capped, cited, input_bound, pipeline_bound
+from fastload_cli.analyzer.device_rules import (
+    augmentation_to_gpu,
+    cache_in_ram,
+    pin_memory,
+    resize_offline,
+    uint8_transfer,
+)
 from fastload_cli.analyzer.verdict import Facts
-from fastload_cli.formatting import capitalised, dims, pct, size
+from fastload_cli.formatting import capitalised, pct
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
-
-
-# The findings that say what the loading processes did.
-LOADER_ACTIVITY = (
-    FindingKind.LOADERS_BUSY,
-    FindingKind.LOADERS_IDLE,
-    FindingKind.LOADERS_MIXED,
-    FindingKind.HANDOFF,
-    FindingKind.KERNEL_READS,
-)
-
-
-def cited(v: Verdict, *kinds: FindingKind) -> tuple[str, ...]:
-    """The verdict's evidence a recommendation rests on: its findings of these kinds."""
-    return tuple(finding.sentence for finding in v.of(*kinds))
-
-
-def bounded(gain: float | None, ceiling: float | None) -> float | None:
-    """A gain capped by the ceiling; unknown without one. Not rounded here: reporters round the
-    gain and the ceiling alike, so a gain equal to the ceiling is shown equal to it.
-
-    A gain is at least 1.0x unless the ceiling itself is below 1 (the input pipeline cannot help).
-    """
-    if gain is None or ceiling is None:
-        return None
-    return min(max(1.0, gain), ceiling)
-
-
-def _input_bound(v: Verdict) -> bool:
-    return v.bottleneck in (Bottleneck.CPU, Bottleneck.IO)
-
-
-def _pipeline_bound(f: Facts, v: Verdict) -> bool:
-    """Input-bound by building batches in the steady state: not by workers starting again every
-    epoch, nor by handing cheap batches over from workers (their own rules speak for those)."""
-    return _input_bound(v) and not f.restarts_dominate and f.cheap_batches is None
-
-
-def capped(gain: float | None, ceiling: float | None) -> float | None:
-    """A measured gain, capped by the ceiling when one was measured."""
-    if gain is None:
-        return None
-    return gain if ceiling is None else min(gain, ceiling)
 
 
 def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
@@ -89,7 +54,7 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     workers, cores, real = f.num_workers, f.cpu_count, f.real
     if f.sweep is not None:
         return None
-    if not _pipeline_bound(f, v) or workers is None or real is None:
+    if not pipeline_bound(f, v) or workers is None or real is None:
         return None
     if v.bottleneck is Bottleneck.IO:
         target = max(th.IO_WORKERS_SUGGESTED, 2 * workers)
@@ -132,7 +97,7 @@ def _gain_from_moving_loading(real: RunSummary, workers: int) -> float | None:
 def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
     """Make augmentation cheaper, when turning it off was measured to be much faster."""
     aug = f.aug_speedup
-    if aug is None or aug < th.AUG_SPEEDUP_SIGNIFICANT or not _input_bound(v):
+    if aug is None or aug < th.AUG_SPEEDUP_SIGNIFICANT or not input_bound(v):
         return None
     names = ", ".join(dict.fromkeys(s.split("(")[0] for s in f.substituted)) or "the random transforms"
     return Recommendation(
@@ -153,7 +118,7 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
 def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
     """When all cores are busy loading, only cheaper samples help."""
     real = f.real
-    if v.bottleneck is not Bottleneck.CPU or not _pipeline_bound(f, v) or real is None:
+    if v.bottleneck is not Bottleneck.CPU or not pipeline_bound(f, v) or real is None:
         return None
     if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
         return None
@@ -174,7 +139,7 @@ def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
 
 def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
     """IO-bound: move the data closer, or read it in fewer, larger pieces."""
-    if v.bottleneck is not Bottleneck.IO or not _pipeline_bound(f, v):
+    if v.bottleneck is not Bottleneck.IO or not pipeline_bound(f, v):
         return None
     return Recommendation(
         id="faster-storage",
@@ -223,10 +188,6 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
-def _workers(f: Facts) -> int:
-    return f.loader.num_workers if f.loader is not None else 0
-
-
 def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
     """Workers for batches cheaper to build than to hand over: every batch crosses processes for
     nothing."""
@@ -269,27 +230,6 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
-def pin_memory(f: Facts, v: Verdict) -> Recommendation | None:
-    """Training on CUDA from pageable host memory."""
-    loader = f.loader
-    if not f.cuda_in_use or loader is None or loader.pin_memory:
-        return None
-    per_batch = f" ({size(f.batch.bytes_per_batch)} per batch)" if f.batch is not None else ""
-    return Recommendation(
-        id="pin-memory",
-        title="Pin host memory and copy asynchronously: pin_memory=True, non_blocking=True",
-        detail=(
-            f"The script trains on CUDA, and its batches{per_batch} come from pageable memory, so each copy to "
-            "the GPU is staged and blocks the host. Change the loader and the copy to:\n"
-            "    DataLoader(dataset, ..., pin_memory=True)\n"
-            "    images = images.cuda(non_blocking=True)"
-        ),
-        expected_speedup=None,
-        measured=False,
-        evidence=("pin_memory=False while training on CUDA.",),
-    )
-
-
 def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
     """Spiky waits while the workers idle: a deeper queue smooths them."""
     loader, real, p50, p90 = f.loader, f.real, f.wait_ms_p50, f.wait_ms_p90
@@ -316,135 +256,6 @@ def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
         evidence=(f"Wait per step: median {p50:.1f} ms, p90 {p90:.1f} ms; workers busy {pct(busy)}.",),
-    )
-
-
-def _step_share(f: Facts, kind: str) -> float:
-    return sum(s.share for s in f.breakdown.steps if s.kind == kind) if f.breakdown is not None else 0.0
-
-
-def cache_in_ram(f: Facts, v: Verdict) -> Recommendation | None:
-    """Reading and decoding dominate, and the decoded dataset fits in memory."""
-    loader, found = f.loader, f.breakdown
-    share = _step_share(f, "getitem")
-    if not _input_bound(v) or found is None or share < th.BREAKDOWN_DOMINANT or loader is None:
-        return None
-    if loader.dataset_len is None or f.memory_available_bytes is None:
-        return None
-    per_sample = _decoded_bytes(f)
-    if per_sample is None:
-        return None
-    needed = per_sample * loader.dataset_len
-    if needed > th.RAM_CACHE_SHARE * f.memory_available_bytes:
-        return None
-    return Recommendation(
-        id="cache-decoded-samples",
-        title=f"Cache decoded samples in RAM: the dataset needs about {size(needed)}",
-        detail=(
-            f"Reading and decoding take {pct(share)} of a sample's loading time (measured), and the "
-            f"{loader.dataset_len:,} decoded samples need about {size(needed)} ({size(per_sample)} each) of the "
-            f"{size(f.memory_available_bytes)} free. Decode once, keep the results, and apply only the random "
-            "transforms per epoch, e.g.:\n"
-            "    self.cache = [decode(path) for path in self.paths]  # in __init__, or filled on first use"
-        ),
-        expected_speedup=bounded(1 / (1 - share) if share < 1 else None, v.speedup_ceiling),
-        measured=False,
-        evidence=(f"Breakdown: read and decode {pct(share)} of {found.ms_per_sample:.1f} ms per sample.",),
-    )
-
-
-def _decoded_bytes(f: Facts) -> float | None:
-    """Bytes of one decoded sample: the first step's input image, else the batch's bytes per sample."""
-    for step in f.breakdown.steps if f.breakdown is not None else ():
-        if step.input_pixels is not None:
-            return step.input_pixels * 3.0
-    return f.batch.bytes_per_sample if f.batch is not None else None
-
-
-def resize_offline(f: Facts, v: Verdict) -> Recommendation | None:
-    """The most expensive step resizes large images: resize them once, offline."""
-    found, batch = f.breakdown, f.batch
-    if found is None or not found.steps or batch is None or not _input_bound(v):
-        return None
-    top = next((s for s in found.steps if s.kind == "transform"), None)
-    if top is None or top is not found.steps[0] or "Resize" not in top.name:
-        return None
-    pixels = top.input_pixels
-    size_text = dims(top.input_kind, top.input_shape)
-    trained = max((leaf.shape[-1] * leaf.shape[-2] for leaf in batch.leaves if len(leaf.shape) >= 3), default=None)
-    if pixels is None or not trained or pixels < th.RESIZE_LARGE_FACTOR * trained:
-        return None
-    return Recommendation(
-        id="resize-offline",
-        title=f"Resize the images offline: {size_text}s are cut to {trained**0.5:.0f}px every epoch",
-        detail=(
-            f"{top.name.split('(')[0]} is the most expensive step ({pct(top.share)} of a sample's loading time, "
-            f"measured) and its inputs are {size_text}s, {pixels / trained:.0f}x the pixels the model trains on. "
-            "Store the dataset at about the training size (keeping some margin for random crops), e.g. with "
-            "PIL's Image.thumbnail once per file; decoding smaller files is faster too."
-        ),
-        expected_speedup=bounded(1 / (1 - top.share), v.speedup_ceiling),
-        measured=False,
-        evidence=(f"Breakdown: {top.name.split('(')[0]} {top.ms_per_sample:.2f} ms per sample ({pct(top.share)}).",),
-    )
-
-
-def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
-    """Augmentation dominates and the cores are full: on a CUDA machine, move it to the GPU."""
-    real = f.real
-    if not f.cuda_in_use or v.bottleneck is not Bottleneck.CPU or real is None:
-        return None
-    if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
-        return None
-    random_share = sum(
-        s.share for s in (f.breakdown.steps if f.breakdown else ()) if any(a in s.name for a in f.augmentations)
-    )
-    aug = f.aug_speedup
-    if random_share < th.BREAKDOWN_DOMINANT and (aug is None or aug < th.AUG_SPEEDUP_SIGNIFICANT):
-        return None
-    return Recommendation(
-        id="augmentation-on-gpu",
-        title="Move augmentation to the GPU (or NVIDIA DALI): the CPU cores are full",
-        detail=(
-            f"The CPUs were {pct(real.system_cpu_busy_fraction)} busy and augmentation is most of the loading work. "
-            "Load uint8 tensors in the workers and augment batches on the GPU:\n"
-            "    from torchvision.transforms import v2\n"
-            "    augment = v2.Compose([v2.RandomResizedCrop(224), v2.RandomHorizontalFlip(), v2.ColorJitter(0.4)])\n"
-            "    images = augment(images.cuda(non_blocking=True))\n"
-            "Kornia and NVIDIA DALI do the same, DALI including JPEG decoding."
-        ),
-        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
-        measured=False,
-        evidence=cited(v, FindingKind.CORES_SATURATED, FindingKind.LOADERS_BUSY, FindingKind.AUGMENTATION),
-    )
-
-
-def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
-    """Float32 images built on the CPU and copied to the GPU: send uint8, normalise on the device."""
-    batch = f.batch
-    if not f.cuda_in_use or batch is None:
-        return None
-    images = [
-        leaf
-        for leaf in batch.leaves
-        if leaf.dtype in ("torch.float32", "float32") and len(leaf.shape) == 4 and leaf.shape[1] in (1, 3)
-    ]
-    if not images:
-        return None
-    saved = sum(leaf.nbytes for leaf in images) * 3 // 4
-    return Recommendation(
-        id="uint8-transfer",
-        title=f"Send uint8 images and normalise on the GPU: {size(saved)} less to copy per step",
-        detail=(
-            "The batch's images are float32, made on the CPU: four bytes per pixel channel cross to the GPU "
-            "where one would do, and the CPU spends time converting. Keep them uint8 in the dataset "
-            "(drop ToTensor/Normalize) and convert on the device:\n"
-            "    images = images.cuda(non_blocking=True).float().div_(255)\n"
-            "    images = (images - mean) / std  # mean, std as CUDA tensors"
-        ),
-        expected_speedup=None,
-        measured=False,
-        evidence=(f"Batch images: {', '.join(f'{leaf.dtype} {list(leaf.shape)}' for leaf in images)}.",),
     )
 
 

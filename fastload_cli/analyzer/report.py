@@ -7,7 +7,7 @@ from typing import Protocol
 import fastload_cli
 from fastload_cli.analyzer import analyze, sweep
 from fastload_cli.analyzer.metrics import primary_loader_id
-from fastload_cli.analyzer.verdict import read_ceiling
+from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
 from fastload_cli.records import Breakdown, Environment, Mode, Report, RunResult, RunSummary, Timeline
 

@@ -30,7 +30,8 @@ class Cause:
     certain: bool
 
 
-def _rate(summary: RunSummary) -> str:
+def rate(summary: RunSummary) -> str:
+    """A run's throughput in words: ``162 samples/s``."""
     return samples_rate(summary.throughput_samples_per_s)
 
 
@@ -148,37 +149,34 @@ def _restart_bound(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         ),
     ]
     busy = f.startup_busy
-    if busy is None:
-        evidence.append(
-            found(
-                FindingKind.WORKER_RESTARTS,
-                "The workers' CPU during start-up could not be measured, so what they wait for is not known.",
-            )
-        )
-        bottleneck, kind = Bottleneck.INCONCLUSIVE, "worker start-up"
-    elif busy >= th.LOADER_BUSY:
-        evidence.append(
-            found(
-                FindingKind.WORKER_RESTARTS,
-                f"During start-up the workers were on a CPU, or waiting for one, {pct(busy)} of the time: starting "
-                "them is CPU work (imports, copying the dataset, worker_init_fn).",
-                startup_busy_fraction=busy,
-            )
-        )
-        bottleneck, kind = Bottleneck.CPU, "worker start-up, CPU work"
-    else:
-        evidence.append(
-            found(
-                FindingKind.WORKER_RESTARTS,
-                f"During start-up the workers were on a CPU only {pct(busy)} of the time: starting them waits "
-                "(worker_init_fn reading files or calling a service), rather than computing.",
-                startup_busy_fraction=busy,
-            )
-        )
-        bottleneck, kind = Bottleneck.IO, "worker start-up, waiting"
+    bottleneck, kind, line = _startup_cause(busy)
+    evidence.append(line)
     label = f"Input-bound: the DataLoader workers start again every epoch ({kind})"
     confidence = th.CONFIDENCE_STRONG if busy is not None else th.CONFIDENCE_ONE_SIGNAL
     return _verdict(f, bottleneck, label, confidence, evidence, caveats)
+
+
+def _startup_cause(busy: float | None) -> tuple[Bottleneck, str, Finding]:
+    """What the workers did while they started: computing (CPU) or waiting (IO)."""
+    if busy is None:
+        line = "The workers' CPU during start-up could not be measured, so what they wait for is not known."
+        return Bottleneck.INCONCLUSIVE, "worker start-up", found(FindingKind.WORKER_RESTARTS, line)
+    if busy >= th.LOADER_BUSY:
+        line = (
+            f"During start-up the workers were on a CPU, or waiting for one, {pct(busy)} of the time: starting "
+            "them is CPU work (imports, copying the dataset, worker_init_fn)."
+        )
+        cpu = found(FindingKind.WORKER_RESTARTS, line, startup_busy_fraction=busy)
+        return Bottleneck.CPU, "worker start-up, CPU work", cpu
+    line = (
+        f"During start-up the workers were on a CPU only {pct(busy)} of the time: starting them waits "
+        "(worker_init_fn reading files or calling a service), rather than computing."
+    )
+    return (
+        Bottleneck.IO,
+        "worker start-up, waiting",
+        found(FindingKind.WORKER_RESTARTS, line, startup_busy_fraction=busy),
+    )
 
 
 def _wait_line(real: RunSummary) -> Finding:
@@ -186,7 +184,7 @@ def _wait_line(real: RunSummary) -> Finding:
     return found(
         FindingKind.DATA_WAIT,
         f"The training loop waited for data {pct(real.data_wait_fraction)} of the time in the real run "
-        f"({real.batches} steady-state batches, {_rate(real)}).",
+        f"({real.batches} steady-state batches, {rate(real)}).",
         data_wait_fraction=real.data_wait_fraction,
         batches=real.batches,
         throughput_samples_per_s=real.throughput_samples_per_s,
@@ -197,7 +195,7 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
     ceiling = f.ceiling
     if ceiling is None or f.real is None or f.synthetic is None:
         return []
-    rates = f"({_rate(f.real)} -> {_rate(f.synthetic)})"
+    rates = f"({rate(f.real)} -> {rate(f.synthetic)})"
     if ceiling < th.CEILING_COMPUTE_BOUND:
         sentence = (
             f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x {rates}: "
@@ -270,7 +268,7 @@ def find_cause(f: Facts) -> Cause:
     if aug is not None and aug >= th.AUG_SPEEDUP_SIGNIFICANT and f.no_aug is not None:
         line = (
             f"With random augmentation replaced by deterministic stand-ins (no-aug), throughput rose "
-            f"{aug:.1f}x ({_rate(f.real)} -> {_rate(f.no_aug)})."
+            f"{aug:.1f}x ({rate(f.real)} -> {rate(f.no_aug)})."
         )
         evidence = (found(FindingKind.AUGMENTATION, line, augmentation_speedup=aug), *_saturation(f))
         return Cause(Bottleneck.CPU, "CPU-bound input pipeline (augmentation)", evidence, True)
@@ -408,44 +406,3 @@ def _io_lines(f: Facts, *, read_rate: bool = True) -> tuple[Finding, ...]:
             found(FindingKind.READ_RATE, f"The run read {rate / 1e6:.1f} MB/s from storage.", read_bytes_per_s=rate)
         )
     return tuple(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# The ceiling, read in a paragraph
-# --------------------------------------------------------------------------------------------
-
-
-def read_ceiling(f: Facts, v: Verdict) -> str:
-    """One paragraph on what the real/synthetic (and no-aug) comparison says."""
-    ceiling, real, synthetic = f.ceiling, f.real, f.synthetic
-    if ceiling is None or real is None or synthetic is None:
-        return (
-            "The speedup ceiling could not be measured (see the caveats), so this comparison cannot say "
-            "how much a faster input pipeline would help."
-        )
-    rates = f"({_rate(real)} real, {_rate(synthetic)} with one cached batch replayed)"
-    if ceiling >= th.CEILING_INPUT_BOUND:
-        text = (
-            f"A free input pipeline would make training {ceiling:.1f}x faster {rates}: the input pipeline "
-            "is the bottleneck."
-        )
-    elif ceiling < th.CEILING_COMPUTE_BOUND:
-        text = (
-            f"Within noise: a free input pipeline changes throughput {ceiling:.2f}x {rates}. The step is the "
-            "bottleneck; faster loading will not help."
-        )
-    else:
-        text = (
-            f"A free input pipeline would make training {ceiling:.2f}x faster {rates}: loading costs some time, "
-            "but most of each step is the step itself."
-        )
-    aug, no_aug = f.aug_speedup, f.no_aug
-    if aug is not None and no_aug is not None and ceiling > 1 and real.throughput_samples_per_s:
-        share = (aug - 1) / (ceiling - 1)
-        text += (
-            f" Without random augmentation it runs {aug:.2f}x faster ({_rate(no_aug)}): augmentation accounts for "
-            f"about {pct(max(0.0, min(1.0, share)))} of that gap, and reading, decoding and collating for the rest."
-        )
-    if v.confidence < th.CONFIDENCE_ONE_SIGNAL:
-        text += " The runs disagree in part; see the caveats before acting on this."
-    return text

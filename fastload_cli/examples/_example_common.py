@@ -7,12 +7,25 @@ first run never leaves a half-made data set behind.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+
+def parse_args(description: str, *, epochs: int = 2, batch_size: int = 32, **options: float) -> argparse.Namespace:
+    """The examples' command line: --epochs, --steps, --batch-size, and each example's own options
+    (``workers=2`` adds ``--workers``, typed as its default)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    for name, default in options.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    return parser.parse_args()
 
 
 def cache_dir() -> Path:

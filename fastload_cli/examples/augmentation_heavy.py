@@ -7,14 +7,12 @@ workers. The model is small, so the workers' augmentation work sets the pace.
     python augmentation_heavy.py [--epochs N] [--steps N] [--batch-size N] [--workers N]
 """
 
-import argparse
-
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
 from torchvision import datasets, transforms
 
-from _example_common import image_folder, train
+from _example_common import image_folder, parse_args, train
 
 
 def build_loader(batch_size: int, workers: int) -> DataLoader:
@@ -43,12 +41,7 @@ def build_model(classes: int) -> nn.Module:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0], epochs=3, workers=2)
 
     torch.manual_seed(0)
     loader = build_loader(args.batch_size, args.workers)

@@ -6,13 +6,11 @@ network's forward and backward passes take the time.
     python heavy_model.py [--epochs N] [--steps N] [--batch-size N]
 """
 
-import argparse
-
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from _example_common import train
+from _example_common import parse_args, train
 
 
 def build_model(classes: int) -> nn.Module:
@@ -26,11 +24,7 @@ def build_model(classes: int) -> nn.Module:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0])
 
     torch.manual_seed(0)
     images = torch.randn(4096, 3, 32, 32)

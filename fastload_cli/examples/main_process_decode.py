@@ -6,7 +6,6 @@ training process itself, between optimizer steps.
     python main_process_decode.py [--epochs N] [--steps N] [--batch-size N]
 """
 
-import argparse
 from pathlib import Path
 
 import torch
@@ -15,7 +14,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
-from _example_common import image_folder, train
+from _example_common import image_folder, parse_args, train
 
 
 class JpegDataset(Dataset):
@@ -42,11 +41,7 @@ class JpegDataset(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0])
 
     torch.manual_seed(0)
     dataset = JpegDataset(image_folder())

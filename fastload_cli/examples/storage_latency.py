@@ -7,7 +7,6 @@ issue reads; most of their time is spent waiting, not computing.
     python storage_latency.py [--epochs N] [--steps N] [--latency-ms MS] [--workers N]
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from _example_common import tensor_files, train
+from _example_common import parse_args, tensor_files, train
 
 
 class RemoteFiles(Dataset):
@@ -34,13 +33,7 @@ class RemoteFiles(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--latency-ms", type=float, default=8.0)
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0], batch_size=16, workers=2, latency_ms=8.0)
 
     torch.manual_seed(0)
     dataset = RemoteFiles(tensor_files(), args.latency_ms / 1000)

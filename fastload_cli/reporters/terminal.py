@@ -54,26 +54,71 @@ CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
 BREAKDOWN_WIDTH = 30  # characters of a breakdown bar at a 100% share
 
 
+Section = Callable[[Report], list[RenderableType]]
+
+
 def render(report: Report) -> RenderableType:
     parts: list[RenderableType] = [_verdict(report.verdict, report)]
-    modes = tuple(r for r in report.runs if not r.mode.startswith("workers="))
-    if modes and (report.sweep is None or len(modes) > 1):
-        parts.append(_runs_table(modes))
-    if report.reading:
-        parts.extend([Text(""), Padding(Text(report.reading), (0, 0, 0, 1))])
-    if report.sweep is not None:
-        parts.extend(_sweep(report.sweep, report.runs))
-    if report.breakdown is not None:
-        parts.extend(_breakdown(report.breakdown))
-    if report.profile is not None and report.profile.top:
-        parts.extend(_profile(report.profile))
-    if report.batch is not None:
-        parts.extend(_batch(report.batch))
-    parts.extend(_section("Evidence", [Text(line) for line in report.verdict.evidence]))
-    parts.extend(_section("Recommendations", [_recommendation(i, r) for i, r in enumerate(report.recommendations, 1)]))
-    parts.extend(_section("Substitutions (no-aug)", _substitutions(report.substitutions)))
-    parts.extend(_section("Caveats", [Text(line, style="dim") for line in report.verdict.caveats]))
+    for section in SECTIONS.values():
+        parts.extend(section(report))
     return Group(*parts)
+
+
+def _modes(report: Report) -> list[RenderableType]:
+    modes = tuple(r for r in report.runs if not r.mode.startswith("workers="))
+    return [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
+
+
+def _reading(report: Report) -> list[RenderableType]:
+    return [Text(""), Padding(Text(report.reading), (0, 0, 0, 1))] if report.reading else []
+
+
+def _sweep_section(report: Report) -> list[RenderableType]:
+    return _sweep(report.sweep, report.runs) if report.sweep is not None else []
+
+
+def _breakdown_section(report: Report) -> list[RenderableType]:
+    return _breakdown(report.breakdown) if report.breakdown is not None else []
+
+
+def _profile_section(report: Report) -> list[RenderableType]:
+    return _profile(report.profile) if report.profile is not None and report.profile.top else []
+
+
+def _batch_section(report: Report) -> list[RenderableType]:
+    return _batch(report.batch) if report.batch is not None else []
+
+
+def _evidence(report: Report) -> list[RenderableType]:
+    return _section("Evidence", [Text(line) for line in report.verdict.evidence])
+
+
+def _recommendations(report: Report) -> list[RenderableType]:
+    return _section("Recommendations", [_recommendation(i, r) for i, r in enumerate(report.recommendations, 1)])
+
+
+def _substitutions_section(report: Report) -> list[RenderableType]:
+    return _section("Substitutions (no-aug)", _substitutions(report.substitutions))
+
+
+def _caveats(report: Report) -> list[RenderableType]:
+    return _section("Caveats", [Text(line, style="dim") for line in report.verdict.caveats])
+
+
+# The report's sections below the verdict, in the order they are shown; each renders nothing when
+# the report has nothing for it.
+SECTIONS: dict[str, Section] = {
+    "modes": _modes,
+    "reading": _reading,
+    "sweep": _sweep_section,
+    "breakdown": _breakdown_section,
+    "profile": _profile_section,
+    "batch": _batch_section,
+    "evidence": _evidence,
+    "recommendations": _recommendations,
+    "substitutions": _substitutions_section,
+    "caveats": _caveats,
+}
 
 
 # --------------------------------------------------------------------------------------------

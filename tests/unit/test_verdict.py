@@ -184,7 +184,7 @@ def test_iowait_decides_io_when_the_loaders_cpu_is_unknown() -> None:
 
 
 def test_the_ceiling_is_read_in_a_paragraph() -> None:
-    from fastload_cli.analyzer.verdict import read_ceiling
+    from fastload_cli.analyzer.reading import read_ceiling
 
     bound = Facts(
         real=b.summary(throughput=100.0, wait=0.6),

@@ -1,0 +1,139 @@
+"""Every section of the terminal report against its golden file (fixed width, no colour), from one
+report that has all of them, assembled the way a command assembles it.
+
+Regenerate with FASTLOAD_UPDATE_GOLDEN=1 after an intended change, and review the diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console, Group
+
+from fastload_cli.analyzer import sweep
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.report import build_report
+from fastload_cli.config import RunConfig
+from fastload_cli.records import (
+    BatchLayout,
+    Breakdown,
+    BreakdownStep,
+    Environment,
+    Profile,
+    ProfileEntry,
+    Report,
+    RunResult,
+    Substitution,
+    TensorLeaf,
+)
+from fastload_cli.reporters import FORMATS, json_report, terminal
+from fastload_cli.session import Outcome
+from tests.unit import builders as b
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "sections"
+ENV = Environment(python="3.11.7", torch="2.14.1", cuda_available=False, gpus=(), cpu_count=2, nvml="unavailable: test")
+LAYOUT = BatchLayout(
+    loader_id=1,
+    python_type="list",
+    leaves=(
+        TensorLeaf(
+            path="[0]", dtype="float32", shape=(32, 3, 64, 64), nbytes=32 * 3 * 64 * 64 * 4, pinned=False, device="cpu"
+        ),
+        TensorLeaf(path="[1]", dtype="int64", shape=(32,), nbytes=256, pinned=False, device="cpu"),
+    ),
+)
+BREAKDOWN = Breakdown(
+    loader_id=1,
+    items=64,
+    threads=1,
+    ms_per_sample=4.0,
+    steps=(
+        BreakdownStep(name="RandomResizedCrop(size=(64, 64))", location="dataset.transform.transforms[0]",
+                      kind="transform", ms_per_sample=2.0, share=0.5, input_kind="image", input_shape=(500, 375)),
+        BreakdownStep(name="read and decode (rest of __getitem__)", location="dataset.__getitem__",
+                      kind="getitem", ms_per_sample=1.5, share=0.375),
+        BreakdownStep(name="collate", location="loader.collate_fn", kind="collate", ms_per_sample=0.5, share=0.125),
+    ),
+)  # fmt: skip
+PROFILE = Profile(
+    role="workers",
+    pids=(201, 202),
+    samples=120,
+    top=(
+        ProfileEntry(function="resized_crop (torchvision/transforms/functional.py:600)", share=0.42),
+        ProfileEntry(function="decode (PIL/ImageFile.py:250)", share=0.31),
+    ),
+)
+
+
+def setting(workers: int, step_ms: float) -> RunResult:
+    """A num_workers setting whose steps take ``step_ms``, the loop waiting for all but 10 ms."""
+    batch_list = b.batches([100] + [step_ms - 10] * 29, 10)
+    loader = dataclasses.replace(b.loader(num_workers=workers), original_num_workers=2)
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.9,) * workers, system_busy=0.6)
+    return b.run(f"workers={workers}", batch_list, loaders=[loader], samples=samples)
+
+
+def full_report() -> Report:
+    real_batches = b.batches([100] + [30] * 29, 10)
+    samples = b.host_samples(real_batches[-1].wait_end_ns, main_cores=0.4, worker_cores=(0.9, 0.9), system_busy=0.6)
+    aug = b.loader(augmentations=("RandomResizedCrop(size=(64, 64))",))
+    real = dataclasses.replace(
+        b.run("real", real_batches, loaders=[aug], samples=samples), layouts=(LAYOUT,), profile=PROFILE
+    )
+    synthetic = b.run("synthetic", b.batches([100] + [1] * 29, 10))
+    swap = Substitution(
+        loader_id=1,
+        location="dataset.transform.transforms[0]",
+        original="RandomResizedCrop(size=(64, 64))",
+        replacement="CenterCrop(size=(64, 64))",
+    )
+    no_aug = dataclasses.replace(
+        b.run("no-aug", b.batches([100] + [14] * 29, 10), loaders=[aug]), substitutions=(swap,)
+    )
+    runs = (real, synthetic, no_aug, setting(0, 60.0), setting(4, 20.0), setting(8, 20.0))
+    summaries = tuple(summarize(run) for run in runs)
+    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=sweep.Limits(refine=0))
+    base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
+    return build_report("synthetic-compare", base, outcome, ENV)
+
+
+def text(*parts: object) -> str:
+    console = Console(file=io.StringIO(), width=100, color_system=None, force_terminal=False, record=True)
+    console.print(Group(*parts))  # type: ignore[arg-type]
+    return console.export_text()
+
+
+@pytest.mark.parametrize("name", list(terminal.SECTIONS))
+def test_each_section_matches_its_golden_file(name: str) -> None:
+    parts = terminal.SECTIONS[name](full_report())
+    assert parts, f"the sample report has nothing for the {name} section"
+    found = text(*parts)
+    golden = GOLDEN / f"{name}.txt"
+    if os.environ.get("FASTLOAD_UPDATE_GOLDEN") == "1":
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(found)
+    assert found == golden.read_text()
+
+
+def test_the_report_carries_a_timeline_per_run_the_json_leaves_out_unless_asked() -> None:
+    report = full_report()
+    assert [t.mode for t in report.timelines] == [r.mode for r in report.runs]
+    for timeline, run in zip(report.timelines, report.runs, strict=True):
+        assert timeline.batches and all(x.wait_start_ns <= x.wait_end_ns for x in timeline.batches)
+        assert len(timeline.batches) >= run.batches  # every batch, warm-up included
+    assert "timelines" not in json.loads(FORMATS["json"].render(report))
+    with_timelines = json.loads(json_report.document(report, timelines=True))
+    assert len(with_timelines["timelines"]) == len(report.runs)
+
+
+def test_every_registered_format_renders_the_report() -> None:
+    report = full_report()
+    for name, fmt in FORMATS.items():
+        assert fmt.render(report).strip(), name
+    assert FORMATS["text"].render(report).startswith("╭─ fastload synthetic-compare train.py")
