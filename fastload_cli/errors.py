@@ -18,6 +18,12 @@ class FastloadError(Exception):
         self.hint = hint
 
 
+class UsageError(FastloadError):
+    """An option's value that does not parse: exit code 2, as for the command line's own errors."""
+
+    exit_code = 2
+
+
 class ScriptNotFoundError(FastloadError):
     def __init__(self, path: str, problem: str, hint: str | None = None) -> None:
         super().__init__(f"{path}: {problem}", hint)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fastload_cli.config import RunConfig
-from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError
+from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError, UsageError
 
 if TYPE_CHECKING:
     from fastload_cli.records import ModeSpec, Report
@@ -55,13 +55,13 @@ def outputs(json_path: str | None, requested: list[str] | None) -> dict[str, str
     for item in requested or ():
         name, sep, path = item.partition("=")
         if not sep or not path:
-            raise FastloadError(f"--output {item}: expected FORMAT=PATH", "for example --output text=report.txt")
+            raise UsageError(f"--output {item}: expected FORMAT=PATH", "for example --output text=report.txt")
         if name not in FORMATS:
             known = ", ".join(FORMATS)
-            raise FastloadError(f"--output {item}: unknown format '{name}'", f"formats: {known}")
+            raise UsageError(f"--output {item}: unknown format '{name}'", f"formats: {known}")
         found[name] = path
     if list(found.values()).count(STDOUT) > 1:
-        raise FastloadError("only one report can go to stdout ('-')", "write the others to files")
+        raise UsageError("only one report can go to stdout ('-')", "write the others to files")
     for path in found.values():
         check_writable(path)
     return found

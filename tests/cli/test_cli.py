@@ -126,3 +126,23 @@ def test_bad_sweep_settings_are_errors_before_anything_runs(option: str, value: 
     result = invoke("sweep-workers", str(SCRIPTS / "toy_train.py"), option, value)
     assert result.exit_code == 1
     assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--output", "text"], "expected FORMAT=PATH"),
+        (["--output", "pdf=r.pdf"], "unknown format 'pdf'"),
+        (["--output", "text=-", "--json", "-"], "only one report can go to stdout"),
+    ],
+)
+def test_a_bad_output_is_a_usage_error_before_running(args: list[str], message: str) -> None:
+    result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_an_unwritable_output_path_fails_before_running(tmp_path: Path) -> None:
+    result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), "--output", f"text={tmp_path}")
+    assert result.exit_code == 1
+    assert "it is a directory" in result.output
