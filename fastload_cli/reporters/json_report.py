@@ -15,7 +15,7 @@ LEADING_KEYS = ("schema", "fastload_version", "command", "script", "script_args"
 
 
 def to_json(value: Any) -> Any:
-    """Records to dicts, enums to their values, tuples to lists, floats rounded."""
+    """Records and mappings to dicts, enums to their values, tuples to lists, floats rounded."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
@@ -24,6 +24,8 @@ def to_json(value: Any) -> Any:
         return round(value, FLOAT_DIGITS)
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
     return value
 
 

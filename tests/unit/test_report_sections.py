@@ -137,3 +137,11 @@ def test_every_registered_format_renders_the_report() -> None:
     for name, fmt in FORMATS.items():
         assert fmt.render(report).strip(), name
     assert FORMATS["text"].render(report).startswith("╭─ fastload synthetic-compare train.py")
+
+
+def test_the_json_carries_the_findings_beside_the_evidence_with_their_values_rounded() -> None:
+    doc = json.loads(FORMATS["json"].render(full_report()))
+    verdict = doc["verdict"]
+    assert [f["sentence"] for f in verdict["findings"]] == verdict["evidence"]
+    ceiling = next(f for f in verdict["findings"] if f["kind"] == "ceiling")["values"]["speedup_ceiling"]
+    assert ceiling == 3.6364  # 2,909 / 800 samples/s, rounded to the JSON's 4 digits
