@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, next_runs, sweep
+from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for
 from fastload_cli.analyzer.metrics import describe_error, summarize
@@ -149,7 +149,7 @@ def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -
 
 def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome) -> Outcome:
     warmup, batches = next_runs.point_batches(
-        spec, next_runs.first_loader(done.runs), runner.base.warmup, runner.base.max_batches
+        spec, first_loader(done.runs), runner.base.warmup, runner.base.max_batches
     )
     config = replace(runner.base.with_child(mode=spec, warmup=warmup), max_batches=batches)
     outcome = done.adding(*runner.measure(config, first=not any(r.batches for r in done.runs)))

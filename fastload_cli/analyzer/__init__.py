@@ -27,6 +27,7 @@ from fastload_cli.records import (
     Breakdown,
     Finding,
     FindingKind,
+    LoaderInfo,
     Mode,
     Recommendation,
     RunResult,
@@ -104,8 +105,12 @@ def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | No
 
 def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:
     """``limits`` for the loader the runs measured (its epoch length and prefetch_factor)."""
-    first = next((r for r in runs if r.batches), None)
-    return limits.with_loader(primary_loader(first) if first is not None else None)
+    return limits.with_loader(first_loader(runs))
+
+
+def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
+    """The training loader, as the first run that measured a batch saw it."""
+    return next((primary_loader(r) for r in runs if r.batches), None)
 
 
 def sweep_evidence(result: SweepResult) -> Finding:

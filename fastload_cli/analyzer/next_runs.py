@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastload_cli.analyzer import Analysis, current_workers, sweep, sweep_limits_for, sweep_points
+from fastload_cli.analyzer import Analysis, current_workers, first_loader, sweep, sweep_limits_for, sweep_points
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import primary_loader
 from fastload_cli.records import Bottleneck, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -81,11 +80,6 @@ def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_ba
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
     return max(warmup, burst), max(max_batches, th.SWEEP_ROUNDS * workers)
-
-
-def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
-    """The training loader, as the first run that measured a batch saw it."""
-    return next((primary_loader(r) for r in runs if r.batches), None)
 
 
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
