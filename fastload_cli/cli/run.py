@@ -160,7 +160,7 @@ def emit_report(report: Report, out: Output) -> None:
             sys.stdout.flush()
         else:
             Path(path).write_text(document)
-            note(out, f"{FORMATS[name].summary.capitalize()} written to {path}")
+            note(out, f"{FORMATS[name].title} written to {path}")
     if not out.to_stdout:
         Console(highlight=False).print(terminal.render(report))
 

@@ -18,13 +18,13 @@ from fastload_cli.reporters import json_report, terminal
 class Format:
     name: str
     render: Callable[[Report], str]  # the whole document
-    summary: str  # for --help and error messages
+    title: str  # what is written, as a note names it: "JSON report written to PATH"
 
 
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("json", json_report.document, "the JSON report, schema fastload.report/1"),
-        Format("text", terminal.plain_text, "the terminal report as plain text, no colour"),
+        Format("json", json_report.document, "JSON report"),
+        Format("text", terminal.plain_text, "Text report"),
     )
 }
