@@ -6,7 +6,7 @@ from typing import Protocol
 
 import fastload_cli
 from fastload_cli.analyzer import analyze, sweep
-from fastload_cli.analyzer.metrics import primary_loader_id
+from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
 from fastload_cli.records import Breakdown, Environment, Mode, Report, RunResult, RunSummary, Timeline
@@ -53,6 +53,7 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
 
 def timeline(run: RunResult) -> Timeline:
     """One run over time, as the child and the samplers recorded it."""
+    measured = {id(step.batch) for step in steady_steps(run)}
     return Timeline(
         mode=run.label,
         variant=run.spec.variant,
@@ -62,6 +63,7 @@ def timeline(run: RunResult) -> Timeline:
         loader_id=primary_loader_id(run),
         iterators=run.iterators,
         batches=run.batches,
+        measured=tuple(i for i, batch in enumerate(run.batches) if id(batch) in measured),
         host_samples=run.host_samples,
         gpu_samples=run.gpu_samples,
     )

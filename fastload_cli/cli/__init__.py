@@ -13,9 +13,38 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from fastload_cli import __version__
-from fastload_cli.cli.run import Output, error_boundary, note, outputs, run_command
+from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
+from fastload_cli.cli.gating import make_gates
+from fastload_cli.cli.options import (
+    Baseline,
+    Breakdown,
+    Debug,
+    Drop,
+    FailOn,
+    HtmlPath,
+    JsonPath,
+    Keep,
+    MaxBatches,
+    MaxDataWait,
+    MaxRegression,
+    MaxWorkers,
+    MinThroughput,
+    Modes,
+    NoSweep,
+    OutputTo,
+    PySpy,
+    Quiet,
+    Script,
+    ScriptArgs,
+    ShowOutput,
+    Timeout,
+    TracePath,
+    Warmup,
+)
+from fastload_cli.cli.run import STDOUT, Output, check_writable, error_boundary, note, outputs, run_command
 from fastload_cli.config import (
     DEFAULT_MAX_BATCHES,
     DEFAULT_MAX_WORKERS,
@@ -24,7 +53,6 @@ from fastload_cli.config import (
     DEFAULT_WARMUP,
     RunConfig,
 )
-from fastload_cli.reporters import FORMATS
 
 app = typer.Typer(
     name="fastload",
@@ -37,59 +65,24 @@ app = typer.Typer(
 )
 
 
-# --------------------------------------------------------------------------------------------
-# Options shared by the commands
-# --------------------------------------------------------------------------------------------
-
-MaxBatches = Annotated[int, typer.Option("--max-batches", help="Batches measured per mode, after warm-up.", min=1)]
-Warmup = Annotated[int, typer.Option("--warmup", help="Batches run before measuring (worker start-up, caches).", min=0)]
-Timeout = Annotated[float, typer.Option("--timeout", help="Seconds allowed per mode.", min=0.001)]
-JsonPath = Annotated[
-    str | None, typer.Option("--json", help="Write the JSON report (schema fastload.report/1) here; '-' for stdout.")
-]
-OutputTo = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help=f"Also write the report as FORMAT=PATH ('-' for stdout), repeatable. Formats: {', '.join(FORMATS)}.",
-        metavar="FORMAT=PATH",
-    ),
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")]
-Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks for fastload errors.")]
-ShowOutput = Annotated[bool, typer.Option("--show-output", help="Stream the script's own output to stderr.")]
-Keep = Annotated[
-    list[str] | None,
-    typer.Option("--keep-transform", help="no-aug: keep transforms of this class name (repeatable).", metavar="NAME"),
-]
-Drop = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--drop-transform", help="no-aug: also drop transforms of this class name (repeatable).", metavar="NAME"
-    ),
-]
-Modes = Annotated[
-    str | None,
-    typer.Option(
-        "--modes", help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, workers=N."
-    ),
-]
-MaxWorkers = Annotated[
-    int, typer.Option("--max-workers", help="Highest num_workers the sweep may try.", min=0, max=1024)
-]
-NoSweep = Annotated[
-    bool, typer.Option("--no-sweep", help="Do not measure num_workers settings, even when loading is the limit.")
-]
-Script = Annotated[str, typer.Argument(help="The training script, as you would pass it to python.", show_default=False)]
-ScriptArgs = Annotated[
-    list[str] | None,
-    typer.Argument(help="Arguments for the script, after --.", show_default=False, metavar="[-- SCRIPT_ARGS...]"),
-]
-
-
 class PinMemory(str, enum.Enum):
     BOTH = "both"
+
+
+Workers = Annotated[
+    str | None,
+    typer.Option(
+        "--workers", help="Measure exactly these num_workers settings, e.g. 0,2,4,8 (default: adaptive search)."
+    ),
+]
+PrefetchFactor = Annotated[
+    str | None,
+    typer.Option("--prefetch-factor", help="Also try these prefetch_factor values at the best setting, e.g. 2,4."),
+]
+PinMemoryBoth = Annotated[
+    PinMemory | None,
+    typer.Option("--pin-memory", help="'both': also try the other pin_memory setting at the best (CUDA only)."),
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,26 +97,22 @@ def diagnose(
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
     modes: Modes = None,
     keep_transform: Keep = None,
     drop_transform: Drop = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
     no_sweep: NoSweep = False,
-    breakdown: Annotated[
-        bool,
-        typer.Option(
-            "--breakdown",
-            help="Time each transform, reading/decoding and collate per sample (always done when CPU-bound).",
-        ),
-    ] = False,
-    py_spy: Annotated[
-        bool,
-        typer.Option(
-            "--py-spy", help="Sample the loading processes with py-spy during the real run (needs py-spy installed)."
-        ),
-    ] = False,
+    breakdown: Breakdown = False,
+    py_spy: PySpy = False,
+    json_path: JsonPath = None,
+    output: OutputTo = None,
+    trace: TracePath = None,
+    html: HtmlPath = None,
+    fail_on: FailOn = None,
+    max_data_wait: MaxDataWait = None,
+    min_throughput: MinThroughput = None,
+    baseline: Baseline = None,
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
     show_output: ShowOutput = False,
     quiet: Quiet = False,
     debug: Debug = False,
@@ -135,16 +124,14 @@ def diagnose(
     """
     out = Output(quiet=quiet, debug=debug, show_output=show_output)
     with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output))
-        from fastload_cli.config import DIAGNOSE_MODES, parse_modes
+        out = replace(out, paths=outputs(json_path, output, trace, html))
+        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+        from fastload_cli.config import DEFAULT_PY_SPY_S, DIAGNOSE_MODES, parse_modes
         from fastload_cli.session import DiagnoseRuns
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
-        if py_spy:
-            from fastload_cli.config import DEFAULT_PY_SPY_S
-
-            base = replace(base, py_spy_s=DEFAULT_PY_SPY_S)
+        base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None
         run_command("diagnose", base, DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown), out)
 
@@ -156,10 +143,17 @@ def synthetic_compare(
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
     keep_transform: Keep = None,
     drop_transform: Drop = None,
+    json_path: JsonPath = None,
+    output: OutputTo = None,
+    trace: TracePath = None,
+    html: HtmlPath = None,
+    fail_on: FailOn = None,
+    max_data_wait: MaxDataWait = None,
+    min_throughput: MinThroughput = None,
+    baseline: Baseline = None,
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
     show_output: ShowOutput = False,
     quiet: Quiet = False,
     debug: Debug = False,
@@ -168,7 +162,8 @@ def synthetic_compare(
     input-pipeline fix, read in a paragraph."""
     out = Output(quiet=quiet, debug=debug, show_output=show_output)
     with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output))
+        out = replace(out, paths=outputs(json_path, output, trace, html))
+        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
         from fastload_cli.config import DIAGNOSE_MODES
         from fastload_cli.session import DiagnoseRuns
 
@@ -180,26 +175,22 @@ def synthetic_compare(
 def sweep_workers(
     script: Script,
     script_args: ScriptArgs = None,
-    workers: Annotated[
-        str | None,
-        typer.Option(
-            "--workers", help="Measure exactly these num_workers settings, e.g. 0,2,4,8 (default: adaptive search)."
-        ),
-    ] = None,
+    workers: Workers = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
-    prefetch_factor: Annotated[
-        str | None,
-        typer.Option("--prefetch-factor", help="Also try these prefetch_factor values at the best setting, e.g. 2,4."),
-    ] = None,
-    pin_memory: Annotated[
-        PinMemory | None,
-        typer.Option("--pin-memory", help="'both': also try the other pin_memory setting at the best (CUDA only)."),
-    ] = None,
+    prefetch_factor: PrefetchFactor = None,
+    pin_memory: PinMemoryBoth = None,
     max_batches: MaxBatches = DEFAULT_SWEEP_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     json_path: JsonPath = None,
     output: OutputTo = None,
+    trace: TracePath = None,
+    html: HtmlPath = None,
+    fail_on: FailOn = None,
+    max_data_wait: MaxDataWait = None,
+    min_throughput: MinThroughput = None,
+    baseline: Baseline = None,
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
     show_output: ShowOutput = False,
     quiet: Quiet = False,
     debug: Debug = False,
@@ -208,16 +199,16 @@ def sweep_workers(
     CPU, memory and start-up per setting, the best setting and where returns end."""
     out = Output(quiet=quiet, debug=debug, show_output=show_output)
     with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output))
+        out = replace(out, paths=outputs(json_path, output, trace, html))
+        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
         from fastload_cli.config import parse_counts
         from fastload_cli.session import SweepRuns
 
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
         base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
-        runs = SweepRuns(
-            max_workers=max_workers, grid=grid, prefetch_factors=factors, pin_both=pin_memory is PinMemory.BOTH
-        )
+        pin_both = pin_memory is PinMemory.BOTH
+        runs = SweepRuns(max_workers=max_workers, grid=grid, prefetch_factors=factors, pin_both=pin_both)
         run_command("sweep-workers", base, runs, out)
 
 
@@ -231,6 +222,13 @@ def demo(
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     json_path: JsonPath = None,
     output: OutputTo = None,
+    trace: TracePath = None,
+    html: HtmlPath = None,
+    fail_on: FailOn = None,
+    max_data_wait: MaxDataWait = None,
+    min_throughput: MinThroughput = None,
+    baseline: Baseline = None,
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
@@ -242,10 +240,12 @@ def demo(
 
     out = Output(quiet=quiet, debug=debug)
     with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output))
+        out = replace(out, paths=outputs(json_path, output, trace, html))
         example = examples.find(name) if name else examples.EXAMPLES[0]
         if example is None:
             raise UnknownExampleError(str(name), examples.names())
+        gates = make_gates(example.filename, fail_on, max_data_wait, min_throughput, baseline, max_regression)
+        out = replace(out, gates=gates)
         missing = [m for m in example.requires if not _importable(m)]
         if missing:
             raise MissingDependencyError(
@@ -256,6 +256,34 @@ def demo(
         run_command("diagnose", base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
+
+
+@app.command()
+def compare(
+    before: Annotated[str, typer.Argument(help="The earlier JSON report (written with --json).", show_default=False)],
+    after: Annotated[str, typer.Argument(help="The later JSON report.", show_default=False)],
+    json_path: Annotated[
+        str | None,
+        typer.Option("--json", help="Write the comparison (schema fastload.compare/1) here; '-' for stdout."),
+    ] = None,
+    debug: Debug = False,
+) -> None:
+    """Two reports side by side: throughput, data wait, step time, CPU and memory per mode, the
+    verdicts, and each change against the runs' noise. For checking a fix."""
+    out = Output(debug=debug)
+    with error_boundary(out):
+        from fastload_cli.analyzer.compare import compare as compare_figures
+        from fastload_cli.cli.gating import read_report
+        from fastload_cli.cli.run import write_document
+        from fastload_cli.reporters import comparison
+
+        if json_path is not None:
+            check_writable(json_path)
+        result = compare_figures(read_report(before, "BEFORE"), read_report(after, "AFTER"))
+        if json_path is not None:
+            write_document(comparison.document(result), json_path, "Comparison", out)
+        if json_path != STDOUT:
+            Console(highlight=False).print(comparison.render(result))
 
 
 def _list_examples(out: Output, shown: str) -> None:

@@ -22,6 +22,7 @@ from fastload_cli.config import RunConfig
 from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError, UsageError
 
 if TYPE_CHECKING:
+    from fastload_cli.analyzer.gates import Gates
     from fastload_cli.records import ModeSpec, Report
     from fastload_cli.session import CommandRuns, Outcome
 
@@ -34,9 +35,11 @@ stderr = Console(stderr=True, highlight=False)
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """Where the results go (format name -> path, '-' for stdout), and how chatty fastload is."""
+    """Where the results go (format name -> path, '-' for stdout), how chatty fastload is, and the
+    CI gates the report must pass."""
 
     paths: dict[str, str] = field(default_factory=dict)
+    gates: Gates | None = None
     quiet: bool = False
     debug: bool = False
     show_output: bool = False
@@ -47,11 +50,14 @@ class Output:
         return STDOUT in self.paths.values()
 
 
-def outputs(json_path: str | None, requested: list[str] | None) -> dict[str, str]:
-    """``--json PATH`` and each ``--output FORMAT=PATH`` as format name -> path."""
+def outputs(
+    json_path: str | None, requested: list[str] | None, trace: str | None = None, html: str | None = None
+) -> dict[str, str]:
+    """``--json``, ``--trace``, ``--html`` and each ``--output FORMAT=PATH`` as format name -> path."""
     from fastload_cli.reporters import FORMATS
 
-    found = {"json": json_path} if json_path is not None else {}
+    given = {"json": json_path, "trace": trace, "html": html}
+    found = {name: path for name, path in given.items() if path is not None}
     for item in requested or ():
         name, sep, path = item.partition("=")
         if not sep or not path:
@@ -62,9 +68,23 @@ def outputs(json_path: str | None, requested: list[str] | None) -> dict[str, str
         found[name] = path
     if list(found.values()).count(STDOUT) > 1:
         raise UsageError("only one report can go to stdout ('-')", "write the others to files")
-    for path in found.values():
+    for name, path in found.items():
         check_writable(path)
+        _check_installed(name)
     return found
+
+
+def _check_installed(name: str) -> None:
+    """A format that needs an optional package fails before any run, not after the last."""
+    import importlib.util
+
+    from fastload_cli.errors import MissingDependencyError
+    from fastload_cli.reporters import FORMATS
+
+    fmt = FORMATS[name]
+    missing = [m for m in fmt.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependencyError(f"the {fmt.title}", missing[0], fmt.install)
 
 
 def check_writable(path: str) -> None:
@@ -99,6 +119,10 @@ def run_command(command: str, base: RunConfig, runs: CommandRuns, out: Output) -
         measured = " The partial report covers what was measured." if report else " Nothing was measured."
         note(out, "Interrupted." + measured)
         raise typer.Exit(EXIT_TERMINATED if terminated.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
+    if report is not None:
+        from fastload_cli.cli.gating import judge
+
+        judge(report, out)
 
 
 def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
@@ -154,15 +178,19 @@ def emit_report(report: Report, out: Output) -> None:
     from fastload_cli.reporters import FORMATS, terminal
 
     for name, path in out.paths.items():
-        document = FORMATS[name].render(report)
-        if path == STDOUT:
-            sys.stdout.write(document)
-            sys.stdout.flush()
-        else:
-            Path(path).write_text(document)
-            note(out, f"{FORMATS[name].title} written to {path}")
+        write_document(FORMATS[name].render(report), path, FORMATS[name].title, out)
     if not out.to_stdout:
         Console(highlight=False).print(terminal.render(report))
+
+
+def write_document(document: str, path: str, title: str, out: Output) -> None:
+    """A whole document to its file, or to stdout for '-'."""
+    if path == STDOUT:
+        sys.stdout.write(document)
+        sys.stdout.flush()
+    else:
+        Path(path).write_text(document)
+        note(out, f"{title} written to {path}")
 
 
 def note(out: Output, message: str) -> None:

@@ -8,10 +8,12 @@ so the child process can use it too.
 - ``modes``: what a run is asked to do (modes, the child's specification) and how the child speaks.
 - ``measured``: what one run measured (the child's events, the parent's samples): ``RunResult``.
 - ``report``: what the analyzer derives and the reporters render: ``Report``.
+- ``comparison``: two reports side by side: ``Comparison``.
 """
 
 from __future__ import annotations
 
+from fastload_cli.records.comparison import Change, Comparison, Direction, Figures, ModeChange, ModeFigures
 from fastload_cli.records.measured import (
     BatchLayout,
     BatchRecord,
@@ -70,10 +72,14 @@ __all__ = [
     "Bottleneck",
     "Breakdown",
     "BreakdownStep",
+    "Change",
     "ChildEnv",
     "ChildSpec",
+    "Comparison",
+    "Direction",
     "Environment",
     "EventKind",
+    "Figures",
     "Finding",
     "FindingKind",
     "GpuDevice",
@@ -82,6 +88,8 @@ __all__ = [
     "IteratorInfo",
     "LoaderInfo",
     "Mode",
+    "ModeChange",
+    "ModeFigures",
     "ModeSpec",
     "ProcRole",
     "ProcSample",

@@ -195,8 +195,9 @@ class Timeline:
     loader_id: int | None  # the training loader (the one the summary measures)
     iterators: tuple[IteratorInfo, ...]
     batches: tuple[BatchRecord, ...]  # wait start and end per batch, every loader
-    host_samples: tuple[HostSample, ...]  # CPU, run queue, RSS and reads per process; the system
-    gpu_samples: tuple[GpuSample, ...]
+    measured: tuple[int, ...] = ()  # positions in ``batches`` of the steps the run's summary measures
+    host_samples: tuple[HostSample, ...] = ()  # CPU, run queue, RSS and reads per process; the system
+    gpu_samples: tuple[GpuSample, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastload_cli.records import Report
-from fastload_cli.reporters import json_report, terminal
+from fastload_cli.reporters import html, json_report, terminal, trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +19,8 @@ class Format:
     name: str
     render: Callable[[Report], str]  # the whole document
     title: str  # what is written, as a note names it: "JSON report written to PATH"
+    requires: tuple[str, ...] = ()  # modules it imports when rendering, checked before any run
+    install: str = ""  # how to get them
 
 
 FORMATS: dict[str, Format] = {
@@ -26,5 +28,7 @@ FORMATS: dict[str, Format] = {
     for f in (
         Format("json", json_report.document, "JSON report"),
         Format("text", terminal.plain_text, "Text report"),
+        Format("trace", trace.document, "Trace (open it in ui.perfetto.dev or chrome://tracing)"),
+        Format("html", html.document, "HTML report", requires=html.REQUIRES, install=html.INSTALL),
     )
 }

@@ -1,0 +1,97 @@
+"""CI gates on the command line: checked before anything runs, judged once the reports are written.
+
+A gate's bad value, an unreadable baseline or a baseline of another script is a usage error
+before any run; a gate whose figure the report lacks is a usage error after it (exit 2); a gate
+that fails exits 3 with one line per failed gate on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.text import Text
+
+from fastload_cli.cli.run import EXIT_GATE, STDOUT, Output, note, stderr
+from fastload_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from fastload_cli.analyzer.gates import Gates
+    from fastload_cli.records import Figures, Report
+
+
+def make_gates(
+    script: str,
+    fail_on: str | None,
+    max_data_wait: str | None,
+    min_throughput: float | None,
+    baseline: str | None,
+    max_regression: float,
+) -> Gates:
+    from fastload_cli.analyzer.gates import Gates, parse_fail_on, parse_fraction
+
+    try:
+        verdicts = parse_fail_on(fail_on) if fail_on is not None else frozenset()
+    except ValueError as exc:
+        raise UsageError(f"--fail-on {fail_on}: {exc}") from None
+    try:
+        wait = parse_fraction(max_data_wait) if max_data_wait is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--max-data-wait {max_data_wait}: {exc}") from None
+    before = read_report(baseline, "--baseline") if baseline is not None else None
+    if before is not None and before.script != script:
+        raise UsageError(
+            f"--baseline {baseline} is a report of {before.script}, not of {script}",
+            "compare reports of the same script; fastload compare shows any two side by side",
+        )
+    return Gates(
+        fail_on=verdicts,
+        fail_on_text=fail_on or "",
+        max_data_wait=wait,
+        min_throughput=min_throughput,
+        baseline=before,
+        max_regression=max_regression,
+    )
+
+
+def read_report(path: str, option: str) -> Figures:
+    """A JSON report from a file, as a comparison reads it; a usage error says what is wrong."""
+    from fastload_cli.analyzer.compare import UnreadableReport, read_figures
+
+    try:
+        document = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{option} {path}: not a JSON document ({exc})", "pass a report written with --json") from None
+    try:
+        return read_figures(document, path)
+    except UnreadableReport as exc:
+        raise UsageError(f"{option} {exc}", "pass a report written with --json by this fastload") from None
+
+
+def judge(report: Report, out: Output) -> None:
+    """Exit 3 when a gate failed (every report is written by now), 2 when one cannot be judged."""
+    from fastload_cli.analyzer.gates import GateStatus, evaluate
+
+    if not out.gates:
+        return
+    results = evaluate(report, out.gates)
+    unmeasured = [r for r in results if r.status is GateStatus.UNMEASURED]
+    if unmeasured:
+        raise UsageError(
+            f"{unmeasured[0].gate} cannot be judged: {unmeasured[0].message}",
+            "a gate needs the figure it limits; check the report's runs and caveats",
+        )
+    written = [p for p in out.paths.values() if p != STDOUT]
+    where = f" (report: {', '.join(written)})" if written else ""
+    failed = [r for r in results if r.status is GateStatus.FAILED]
+    for result in results:
+        if result.status is GateStatus.PASSED:
+            note(out, f"Gate passed: {result.message}.")
+    for result in failed:
+        stderr.print(Text.assemble(("Gate failed:", "bold red"), f" {result.message}{where}"), soft_wrap=True)
+    if failed:
+        raise typer.Exit(EXIT_GATE)

@@ -1,0 +1,139 @@
+"""The options the commands share, declared once: measuring, outputs, and CI gates."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fastload_cli.reporters import FORMATS
+
+# --------------------------------------------------------------------------------------------
+# Options shared by the commands
+# --------------------------------------------------------------------------------------------
+
+MaxBatches = Annotated[int, typer.Option("--max-batches", help="Batches measured per mode, after warm-up.", min=1)]
+Warmup = Annotated[int, typer.Option("--warmup", help="Batches run before measuring (worker start-up, caches).", min=0)]
+Timeout = Annotated[float, typer.Option("--timeout", help="Seconds allowed per mode.", min=0.001)]
+JsonPath = Annotated[
+    str | None, typer.Option("--json", help="Write the JSON report (schema fastload.report/1) here; '-' for stdout.")
+]
+OutputTo = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"Also write the report as FORMAT=PATH ('-' for stdout), repeatable. Formats: {', '.join(FORMATS)}.",
+        metavar="FORMAT=PATH",
+    ),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks for fastload errors.")]
+ShowOutput = Annotated[bool, typer.Option("--show-output", help="Stream the script's own output to stderr.")]
+Keep = Annotated[
+    list[str] | None,
+    typer.Option("--keep-transform", help="no-aug: keep transforms of this class name (repeatable).", metavar="NAME"),
+]
+Drop = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--drop-transform", help="no-aug: also drop transforms of this class name (repeatable).", metavar="NAME"
+    ),
+]
+Modes = Annotated[
+    str | None,
+    typer.Option(
+        "--modes", help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, workers=N."
+    ),
+]
+MaxWorkers = Annotated[
+    int, typer.Option("--max-workers", help="Highest num_workers the sweep may try.", min=0, max=1024)
+]
+NoSweep = Annotated[
+    bool, typer.Option("--no-sweep", help="Do not measure num_workers settings, even when loading is the limit.")
+]
+Script = Annotated[str, typer.Argument(help="The training script, as you would pass it to python.", show_default=False)]
+ScriptArgs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Arguments for the script, after --.", show_default=False, metavar="[-- SCRIPT_ARGS...]"),
+]
+
+
+TracePath = Annotated[
+    str | None,
+    typer.Option(
+        "--trace",
+        help="Write a timeline trace (Chrome trace-event JSON: ui.perfetto.dev, chrome://tracing) here.",
+        metavar="PATH",
+    ),
+]
+HtmlPath = Annotated[
+    str | None,
+    typer.Option(
+        "--html",
+        help="Write a self-contained HTML report page here (needs: pip install 'fastload[html]').",
+        metavar="PATH",
+    ),
+]
+Breakdown = Annotated[
+    bool,
+    typer.Option(
+        "--breakdown",
+        help="Time each transform, reading/decoding and collate per sample (always done when CPU-bound).",
+    ),
+]
+PySpy = Annotated[
+    bool,
+    typer.Option("--py-spy", help="Sample the loading processes with py-spy during the real run (needs py-spy)."),
+]
+
+# CI gates: a failed gate exits 3 after every report is written
+GATES = "CI gates (exit code 3 when one fails)"
+FailOn = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="Fail on these verdicts: input-bound (cpu, io, transfer, host), or names such as cpu,io.",
+        metavar="VERDICT[,VERDICT]",
+        rich_help_panel=GATES,
+    ),
+]
+MaxDataWait = Annotated[
+    str | None,
+    typer.Option(
+        "--max-data-wait",
+        help="Fail when the real run waits for data more than this share of the step (0.2 or 20%).",
+        metavar="FRACTION",
+        rich_help_panel=GATES,
+    ),
+]
+MinThroughput = Annotated[
+    float | None,
+    typer.Option(
+        "--min-throughput",
+        help="Fail when the real run trains fewer samples per second than this.",
+        metavar="SAMPLES_PER_S",
+        min=0,
+        rich_help_panel=GATES,
+    ),
+]
+Baseline = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        help="An earlier JSON report of the same script: fail on a regression of throughput or data wait.",
+        metavar="PREVIOUS.json",
+        rich_help_panel=GATES,
+    ),
+]
+MaxRegression = Annotated[
+    float,
+    typer.Option(
+        "--max-regression",
+        help="With --baseline: the loss of throughput (%) or rise of data wait (points) allowed, "
+        "beyond the runs' measured noise.",
+        metavar="PERCENT",
+        min=0,
+        rich_help_panel=GATES,
+    ),
+]
