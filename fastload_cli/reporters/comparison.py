@@ -42,7 +42,8 @@ def render(comparison: Comparison) -> RenderableType:
         lines.append(Text(f"Not compared (not measured in both): {', '.join(unmatched)}.", style="dim"))
     lines.append(
         Text(
-            "noise: the two runs' throughput spread added; a change inside it is not told apart from noise.",
+            "noise: the two runs' throughput spreads added; a change within it is not told apart from noise. "
+            "?: no noise is measured for this figure.",
             style="dim",
         )
     )
@@ -72,7 +73,7 @@ def _table(comparison: Comparison) -> Table:
                 show(change.before),
                 show(change.after),
                 amount(change, change.change, signed=True),
-                amount(change, change.noise, signed=False, plus_minus=True),
+                amount(change, change.noise, signed=False, plus_minus=True, unit=False),
                 judgement(change),
             )
         if mode.changes:
@@ -80,24 +81,25 @@ def _table(comparison: Comparison) -> Table:
     return table
 
 
-def amount(change: Change, value: float | None, *, signed: bool, plus_minus: bool = False) -> str:
-    """A change or a noise in its unit: ``+12.3%``, ``-4.0 pts``, ``±3.1%``."""
+def amount(change: Change, value: float | None, *, signed: bool, plus_minus: bool = False, unit: bool = True) -> str:
+    """A change or a noise in its unit: ``+12.3%``, ``-4.0 pts``, ``±3.1`` (in the change's unit)."""
     if value is None:
         return DASH
-    unit = " pts" if change.figure == POINTS else "%"
+    suffix = (" pts" if change.figure == POINTS else "%") if unit else ""
     sign = "±" if plus_minus else ("+" if signed and value >= 0 else "")
-    return f"{sign}{100 * value:.1f}{unit}"
+    return f"{sign}{100 * value:.1f}{suffix}"
 
 
 def judgement(change: Change) -> Text:
+    """better / worse beyond the noise; "within noise" inside it; a "?" where no noise was measured."""
     worse = change.worse
     if worse is None or abs(worse) < 0.0005:
         return Text("")
     word = "worse" if worse > 0 else "better"
     if change.beyond_noise is False:
-        return Text(f"{word}, inside the noise", style="dim")
+        return Text("within noise", style="dim")
     if change.beyond_noise is None:
-        return Text(f"{word} (noise not measured)", style="yellow" if worse > 0 else "")
+        return Text(f"{word}?", style="yellow" if worse > 0 else "")
     return Text(word, style="bold red" if worse > 0 else "bold green")
 
 

@@ -2,9 +2,10 @@
 
 One process track per run (mode). On its training-loop thread: a slice per data wait, named for
 what the report does with it (measured, warm-up, start-up or drain, another loader's), a slice per
-step between two waits of an epoch, and each iterator's start-up. A phases thread marks the
-warm-up and the measured window. Counter tracks: the CPU of the main process and of each worker,
-the run's memory (RSS), its storage reads, and device busy where NVML measured it.
+step between two waits of an epoch, and each iterator's start-up. A phases thread marks the run
+from start to stop, the warm-up and the measured window. Counter tracks: the CPU of the main
+process and of each worker, the run's memory (RSS), its storage reads, and device busy where NVML
+measured it.
 
 Timestamps are the shared monotonic clock in microseconds, so a run's batches and the samples the
 parent took of its processes line up; samples outside a run's start and end are left out.
@@ -100,6 +101,7 @@ def _loop(pid: int, timeline: Timeline) -> Iterator[Event]:
 
 
 def _phases(pid: int, timeline: Timeline) -> Iterator[Event]:
+    yield _slice(pid, PHASES_TID, "run", timeline.started_ns, timeline.ended_ns, "phase", mode=timeline.mode)
     training = [b for b in timeline.batches if b.loader_id == timeline.loader_id]
     if timeline.warmup_batches and len(training) >= timeline.warmup_batches:
         end = training[timeline.warmup_batches - 1].wait_end_ns

@@ -88,7 +88,7 @@ def test_compare_shows_each_mode_before_and_after(tmp_path: Path) -> None:
     result = runner.invoke(app, ["compare", before, after])
     assert result.exit_code == 0, result.output
     assert "+80.0%" in result.output and "better" in result.output
-    assert "better, inside" in result.output  # synthetic moved by 0.3%, inside its ±4% noise
+    assert "within noise" in result.output  # synthetic moved by 0.3%, inside its ±4% noise
     done = runner.invoke(app, ["compare", before, after, "--json", "-"])
     doc = json.loads(done.stdout)
     assert [m["mode"] for m in doc["modes"]] == ["real", "synthetic"]

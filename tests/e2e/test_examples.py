@@ -1,8 +1,11 @@
-"""Each bundled example, diagnosed for real, gives its planted verdict."""
+"""Each bundled example, diagnosed for real, gives its planted verdict; the CI gate, the trace and
+the HTML page of those same runs."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -10,17 +13,35 @@ from fastload_cli.examples import EXAMPLES
 from tests.conftest import run_fastload
 
 pytestmark = pytest.mark.slow
+INPUT_BOUND = {"cpu", "io", "transfer", "host"}
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, dict]:
-    """`fastload diagnose` on every bundled example, once for the tests of this module."""
+def diagnosed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """`fastload diagnose --fail-on input-bound` on every bundled example, with the JSON report on
+    stdout and the trace and the page in files, once for the tests of this module."""
+    folder = tmp_path_factory.mktemp("examples")
     found = {}
     for example in EXAMPLES:
-        done = run_fastload("diagnose", str(example.path), "--max-batches", "20", "--json", "-", timeout=600)
-        assert done.returncode == 0, done.stderr
-        found[example.name] = json.loads(done.stdout)  # stdout is exactly one JSON document
+        files = ("--trace", str(folder / f"{example.name}.trace.json"), "--html", str(folder / f"{example.name}.html"))
+        found[example.name] = run_fastload(
+            "diagnose", str(example.path), "--max-batches", "20", "--json", "-", "--fail-on", "input-bound", *files,
+            timeout=600,
+        )  # fmt: skip
     return found
+
+
+@pytest.fixture(scope="module")
+def reports(diagnosed: dict[str, subprocess.CompletedProcess[str]]) -> dict[str, dict]:
+    found = {}
+    for name, done in diagnosed.items():
+        assert done.returncode in (0, 3), done.stderr
+        found[name] = json.loads(done.stdout)  # stdout is exactly one JSON document, gate or not
+    return found
+
+
+def written(done: subprocess.CompletedProcess[str], suffix: str) -> Path:
+    return Path(next(a for a in done.args if str(a).endswith(suffix)))
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
@@ -67,3 +88,70 @@ def test_augmentation_example_reports_what_no_aug_replaced() -> None:
     replaced = [s["original"].split("(")[0] for s in report["substitutions"]]
     assert "ColorJitter" in replaced and "RandomResizedCrop" in replaced
     assert report["runs"][1]["mode"] == "no-aug" and report["runs"][1]["batches"] > 0
+
+
+# --------------------------------------------------------------------------------------------
+# CI: the gate, the trace and the page of the same runs
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_fail_on_input_bound_exits_3_on_input_bound_examples_and_0_otherwise(example, diagnosed, reports) -> None:
+    done = diagnosed[example.name]
+    verdict = reports[example.name]["verdict"]["bottleneck"]  # the JSON report is written either way
+    if verdict in INPUT_BOUND:
+        assert done.returncode == 3
+        assert f"Gate failed: the verdict is {verdict}" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "Gate failed" not in done.stderr
+    expected = 3 if example.expected in INPUT_BOUND else 0  # augmentation: 3, heavy-model: 0
+    assert done.returncode == expected
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_the_trace_has_a_track_per_mode_and_a_wait_per_measured_batch(example, diagnosed, reports) -> None:
+    trace = json.loads(written(diagnosed[example.name], ".trace.json").read_text())
+    events = trace["traceEvents"]
+    tracks = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    runs = reports[example.name]["runs"]
+    assert list(tracks.values()) == [f"fastload: {r['mode']}" for r in runs]
+    for pid, run in zip(tracks, runs, strict=True):
+        waits = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "data wait"]
+        assert len(waits) == run["batches"], run["mode"]
+        (whole,) = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["name"] == "run"]
+        start, end = whole["ts"], whole["ts"] + whole["dur"]
+        assert all(start <= e["ts"] and e["ts"] + e["dur"] <= end for e in waits), run["mode"]
+        counters = [e for e in events if e["ph"] == "C" and e["pid"] == pid]
+        assert any(e["name"].startswith("CPU % main") for e in counters)
+        assert any(e["name"].startswith("CPU % worker") for e in counters) == bool(run["num_workers"])
+        assert all(start <= e["ts"] <= end for e in counters), run["mode"]
+
+
+def test_the_page_renders_in_headless_chromium_with_every_mode(diagnosed, reports) -> None:
+    from tests.browser import open_page
+
+    for name, done in diagnosed.items():
+        with open_page(written(done, ".html")) as page:
+            assert page.errors == [], name
+            modes = [r["mode"] for r in reports[name]["runs"]]
+            assert page.texts("table.modes th.mode") == modes
+            assert page.count(".timeline .js-plotly-plot") == len(modes)
+            assert reports[name]["verdict"]["label"] in page.text("#verdict h2")
+
+
+def test_a_baseline_gate_compares_each_mode_with_the_earlier_report(reports, tmp_path: Path) -> None:
+    example = next(e for e in EXAMPLES if e.name == "heavy-model")
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(reports[example.name]))
+    done = run_fastload(
+        "diagnose", str(example.path), "--max-batches", "10", "--modes", "real,synthetic",
+        "--json", str(tmp_path / "r.json"), "--baseline", str(baseline), "--max-regression", "30",
+    )  # fmt: skip
+    judged = [line for line in done.stderr.splitlines() if line.startswith(("Gate passed:", "Gate failed:"))]
+    for mode in ("real", "synthetic"):
+        assert any(f": {mode}: throughput " in line for line in judged), done.stderr
+        assert any(f": {mode}: data wait " in line for line in judged), done.stderr
+    # whether this machine ran as fast as before is its business; the exit code must follow the lines
+    assert done.returncode == (3 if any(line.startswith("Gate failed:") for line in judged) else 0), done.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["runs"]  # written either way
