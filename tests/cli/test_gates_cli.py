@@ -108,3 +108,14 @@ def test_compare_refuses_a_file_that_is_not_a_report(tmp_path: Path) -> None:
 def test_figures_name_each_run_with_its_variant() -> None:
     tried = dataclasses.replace(b.summary("workers=4"), variant="prefetch_factor=4")
     assert [m.mode for m in figures(report(tried)).modes] == ["workers=4 prefetch_factor=4"]
+
+
+def test_a_format_whose_package_is_missing_fails_before_any_run(monkeypatch, tmp_path: Path) -> None:
+    from fastload_cli.reporters import FORMATS
+
+    html = FORMATS["html"]
+    monkeypatch.setitem(FORMATS, "html", dataclasses.replace(html, requires=("no_such_module_here",)))
+    result = runner.invoke(app, ["diagnose", SCRIPT, "--html", str(tmp_path / "r.html")])
+    assert result.exit_code == 1
+    assert "needs no_such_module_here" in result.output and "fastload[html]" in result.output
+    assert not (tmp_path / "r.html").exists()

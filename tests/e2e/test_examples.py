@@ -137,6 +137,10 @@ def test_the_page_renders_in_headless_chromium_with_every_mode(diagnosed, report
             modes = [r["mode"] for r in reports[name]["runs"]]
             assert page.texts("table.modes th.mode") == modes
             assert page.count(".timeline .js-plotly-plot") == len(modes)
+            sweep = reports[name]["sweep"]
+            assert page.count("#chart-sweep") == (1 if sweep and sweep["points"] else 0), name
+            breakdown = reports[name]["breakdown"]
+            assert page.count("#chart-breakdown") == (1 if breakdown and breakdown["steps"] else 0), name
             assert reports[name]["verdict"]["label"] in page.text("#verdict h2")
 
 
