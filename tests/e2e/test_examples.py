@@ -134,7 +134,7 @@ def test_the_page_renders_in_headless_chromium_with_every_mode(diagnosed, report
     for name, done in diagnosed.items():
         with open_page(written(done, ".html")) as page:
             assert page.errors == [], name
-            modes = [r["mode"] for r in reports[name]["runs"]]
+            modes = [r["mode"] + (f" {r['variant']}" if r.get("variant") else "") for r in reports[name]["runs"]]
             assert page.texts("table.modes th.mode") == modes
             assert page.count(".timeline .js-plotly-plot") == len(modes)
             sweep = reports[name]["sweep"]
