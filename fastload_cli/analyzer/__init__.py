@@ -60,7 +60,8 @@ def analyze(
     they were already computed (in the runs' order)."""
     summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
     facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
-    verdict = decide(facts, caveats(runs, summaries))
+    sweep_caveats = facts.sweep.caveats if facts.sweep is not None else ()
+    verdict = decide(facts, (*caveats(runs, summaries), *sweep_caveats))
     if facts.sweep is not None:
         line = sweep_evidence(facts.sweep)
         verdict = replace(verdict, evidence=(*verdict.evidence, line.sentence), findings=(*verdict.findings, line))

@@ -142,9 +142,9 @@ def _throughput(p: SweepPoint) -> float:
 def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> NextSetting:
     """The next setting to measure, given those measured so far."""
     measured = _plain(points)
-    if limits.grid is not None:
+    if limits.grid is not None:  # measured exactly as asked; a window too short gets a caveat
         wanted = [*limits.grid, *([current] if current is not None else [])]
-        return NextSetting(next((w for w in wanted if w not in measured and not limits.too_many(w)), None))
+        return NextSetting(next((w for w in wanted if w not in measured), None))
     rung, stopped = climb(points, limits)
     if rung is not None:
         return NextSetting(rung)
@@ -275,10 +275,7 @@ def conclude(
     significant = base is not None and faster(top, base)
     if base is not None and not significant:
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
-    if limits.grid is not None:
-        stopped = next((f"{why} (not measured)" for w in limits.grid if (why := limits.too_many(w))), None)
-    else:
-        stopped = climb(points, limits)[1]
+    stopped = climb(points, limits)[1] if limits.grid is None else None
     # A limit cut the search short while the most workers measured were as fast as any (within the
     # noise): returns had not ended yet, as far as anything measured shows.
     highest = measured[max(measured)]
@@ -298,6 +295,7 @@ def conclude(
         diminishing_at=None if rising else knee.workers,
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count),
         stopped=stopped,
+        caveats=whole_epochs(measured, limits),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
 
@@ -328,6 +326,19 @@ def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoi
     variants = _ok(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
     winner = max(variants, key=_throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None
+
+
+def whole_epochs(measured: dict[int, SweepPoint], limits: Limits) -> tuple[str, ...]:
+    """Settings asked for on the command line whose epoch leaves no steady window: their window
+    spans epoch boundaries, so their figures include start-ups and drains, unlike the others'."""
+    if limits.grid is None:
+        return ()
+    return tuple(
+        f"workers={w}: {why}; measured as asked, its window spans epochs, their start-ups and drains "
+        "included, so it is not a steady-state rate like the other settings'"
+        for w in sorted(measured)
+        if w in limits.grid and (why := limits.too_many(w))
+    )
 
 
 def still_rising(highest: SweepPoint, stopped: str) -> str:

@@ -170,6 +170,7 @@ class SweepResult:
     stopped: str | None  # why the search stopped climbing, when a limit stopped it
     conclusion: str = ""  # what to do, in one sentence, with the measured speedup
     returns: str = ""  # where returns end and why, in one sentence
+    caveats: tuple[str, ...] = ()  # what limits a measured setting's figures (a window of whole epochs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

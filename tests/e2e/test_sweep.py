@@ -103,3 +103,16 @@ def test_prefetch_factor_variants_run_at_the_chosen_setting_and_pin_memory_needs
     assert "--pin-memory both: skipped, CUDA is not available" in done.stderr
     chosen = report["sweep"]["recommended_workers"]
     assert next(r for r in report["runs"] if r["variant"])["num_workers"] == chosen
+
+
+def test_a_grid_setting_an_epoch_is_too_short_for_is_measured_with_a_caveat() -> None:
+    # 80 samples in batches of 4: 20 per epoch; 5 workers prefetch 10 of them and drain as many
+    short = ["--", "--load-ms", "2", "--step-ms", "2", "--workers", "1", "--size", "80"]
+    done = run_fastload("sweep-workers", TOY, "--workers", "0,5", "--max-batches", "8", "--json", "-", *short)
+    report = report_of(done)
+    runs = {r["mode"]: r for r in report["runs"]}
+    assert set(runs) == {"workers=0", "workers=1", "workers=5"}  # exactly as asked, and the script's own
+    assert runs["workers=5"]["status"] == "ok" and runs["workers=5"]["batches"] > 0
+    assert [p["workers"] for p in report["sweep"]["points"]] == [0, 1, 5]
+    assert report["sweep"]["stopped"] is None
+    assert any(c.startswith("workers=5: an epoch has 20 batches") for c in report["verdict"]["caveats"])

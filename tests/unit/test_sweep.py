@@ -274,12 +274,14 @@ def test_the_climb_stops_where_start_up_and_drain_would_fill_an_epoch() -> None:
     assert stopped is not None and stopped.startswith("an epoch has 64 batches: 16 workers would prefetch 32")
 
 
-def test_a_grid_leaves_out_settings_an_epoch_is_too_short_for() -> None:
+def test_a_grid_measures_every_setting_asked_for_even_when_an_epoch_is_short() -> None:
     limits = Limits(grid=(0, 8, 16), epoch_batches=64, prefetch_factor=2)
     points = search(latency_bound, limits, current=2)
-    assert order(points) == [0, 8, 2]
+    assert order(points) == [0, 8, 16, 2]  # exactly as asked, and the script's own setting
     result = sweep.conclude(points, 2, limits, cpu_count=2)
-    assert result is not None and result.stopped is not None and result.stopped.endswith("(not measured)")
+    assert result is not None and result.stopped is None
+    (caveat,) = result.caveats  # 16 workers: 32 prefetched, 32 drained of 64 batches
+    assert caveat.startswith("workers=16: an epoch has 64 batches") and "measured as asked" in caveat
 
 
 def test_limits_take_the_epoch_length_from_the_loader() -> None:
