@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastload_cli.formatting import DASH, pct
-from fastload_cli.records import Report, SweepResult, Timeline
+from fastload_cli.records import Recommendation, Report, SweepResult, Timeline
 from fastload_cli.reporters import series, terminal
 
 REQUIRES = ("jinja2", "plotly")
@@ -58,7 +58,7 @@ def _modes(report: Report) -> dict[str, Any]:
     }
 
 
-def _recommendation(r: Any) -> dict[str, Any]:
+def _recommendation(r: Recommendation) -> dict[str, Any]:
     gain = DASH if r.expected_speedup is None else f"up to {r.expected_speedup:.2f}x"
     return {"title": r.title, "detail": r.detail, "gain": gain, "measured": r.measured}
 
