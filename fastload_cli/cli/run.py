@@ -24,6 +24,7 @@ from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedErro
 if TYPE_CHECKING:
     from fastload_cli.analyzer.gates import Gates
     from fastload_cli.records import ModeSpec, Report
+    from fastload_cli.reporters import Format
     from fastload_cli.session import CommandRuns, Outcome
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
@@ -70,18 +71,16 @@ def outputs(
         raise UsageError("only one report can go to stdout ('-')", "write the others to files")
     for name, path in found.items():
         check_writable(path)
-        _check_installed(name)
+        _check_installed(FORMATS[name])
     return found
 
 
-def _check_installed(name: str) -> None:
+def _check_installed(fmt: Format) -> None:
     """A format that needs an optional package fails before any run, not after the last."""
     import importlib.util
 
     from fastload_cli.errors import MissingDependencyError
-    from fastload_cli.reporters import FORMATS
 
-    fmt = FORMATS[name]
     missing = [m for m in fmt.requires if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingDependencyError(f"the {fmt.title}", missing[0], fmt.install)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastload_cli.formatting import DASH, pct
+from fastload_cli.formatting import pct
 from fastload_cli.records import Recommendation, Report, SweepResult, Timeline
 from fastload_cli.reporters import series, terminal
 
@@ -59,8 +59,7 @@ def _modes(report: Report) -> dict[str, Any]:
 
 
 def _recommendation(r: Recommendation) -> dict[str, Any]:
-    gain = DASH if r.expected_speedup is None else f"up to {r.expected_speedup:.2f}x"
-    return {"title": r.title, "detail": r.detail, "gain": gain, "measured": r.measured}
+    return {"title": r.title, "detail": r.detail, "gain": terminal.gain(r), "measured": r.measured}
 
 
 def _html(figure: Any, div_id: str) -> str:

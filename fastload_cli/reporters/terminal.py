@@ -279,10 +279,14 @@ def _point_label(point: SweepPoint, result: SweepResult) -> Text:
     return label
 
 
+def gain(r: Recommendation) -> str:
+    """A recommendation's expected gain, as every format words it: ``up to 1.80x``."""
+    return DASH if r.expected_speedup is None else f"up to {r.expected_speedup:.2f}x"
+
+
 def _recommendation(index: int, r: Recommendation) -> RenderableType:
-    gain = DASH if r.expected_speedup is None else f"up to {r.expected_speedup:.2f}x"
     basis = "measured" if r.measured else "estimated"
-    head = Text.assemble((f"{index}. {r.title}", "bold"), (f"  [{gain}, {basis}]", "dim"))
+    head = Text.assemble((f"{index}. {r.title}", "bold"), (f"  [{gain(r)}, {basis}]", "dim"))
     return Group(head, Padding(Text(r.detail), (0, 0, 0, 3)))
 
 
