@@ -10,6 +10,7 @@ LOADER_ACTIVITY = (
     FindingKind.LOADERS_BUSY,
     FindingKind.LOADERS_IDLE,
     FindingKind.LOADERS_MIXED,
+    FindingKind.LOADERS_COMPETE,
     FindingKind.HANDOFF,
     FindingKind.KERNEL_READS,
 )

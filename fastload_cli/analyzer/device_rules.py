@@ -105,7 +105,7 @@ def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
     real = f.real
     if not f.cuda_in_use or v.bottleneck is not Bottleneck.CPU or real is None:
         return None
-    if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
+    if not f.cores_saturated:
         return None
     random_share = sum(
         s.share for s in (f.breakdown.steps if f.breakdown else ()) if any(a in s.name for a in f.augmentations)
@@ -117,7 +117,8 @@ def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
         id="augmentation-on-gpu",
         title="Move augmentation to the GPU (or NVIDIA DALI): the CPU cores are full",
         detail=(
-            f"The CPUs were {pct(real.system_cpu_busy_fraction)} busy and augmentation is most of the loading work. "
+            f"The CPUs were {pct(real.system_cpu_busy_fraction or 0.0)} busy and augmentation is most of the "
+            "loading work. "
             "Load uint8 tensors in the workers and augment batches on the GPU:\n"
             "    from torchvision.transforms import v2\n"
             "    augment = v2.Compose([v2.RandomResizedCrop(224), v2.RandomHorizontalFlip(), v2.ColorJitter(0.4)])\n"

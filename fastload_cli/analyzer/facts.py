@@ -71,6 +71,33 @@ class Facts:
         return self.contended or (self.cheap_batches is not None and self.concurrent_loading)
 
     @property
+    def cores_saturated(self) -> bool:
+        """Every core was busy in the real run: the one reading of it that every rule shares, so no
+        recommendation asks for more parallel loading while a note says the cores are full."""
+        system = self.real.system_cpu_busy_fraction if self.real is not None else None
+        return system is not None and system >= th.CPU_SATURATED
+
+    @property
+    def storage_evidence(self) -> str | None:
+        """What shows the real run waiting on storage or latency, in words, or None.
+
+        Reads from storage, iowait, or a loop that waits for data while the loaders sleep and do not
+        slow the step. Loaders that sleep prove nothing alone: workers that keep up sleep because their
+        queue is full.
+        """
+        real = self.real
+        if real is None:
+            return None
+        rate, iowait, wait = real.read_bytes_per_s, real.iowait_fraction, real.data_wait_fraction
+        if rate is not None and rate >= th.READ_RATE_NOTABLE:
+            return f"the run read {rate / 1e6:.1f} MB/s from storage"
+        if iowait is not None and iowait >= th.IOWAIT_NOTABLE:
+            return f"{100 * iowait:.0f}% of CPU time was iowait"
+        if wait is not None and wait >= th.WAIT_INPUT_BOUND and not self.contended:
+            return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
+        return None
+
+    @property
     def sweep_confirms_input(self) -> bool:
         """A sweep measured a num_workers setting much faster than the script's own."""
         found = self.sweep

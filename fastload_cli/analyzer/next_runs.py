@@ -36,9 +36,9 @@ def why_not_sweep(analysis: Analysis) -> str | None:
         return "the workers' start-up every epoch is the limit, and more workers only start more of them"
     if facts.cheap_batches is not None:
         return None  # fewer workers can help however busy the cores are
-    busy = facts.real.system_cpu_busy_fraction if facts.real is not None else None
-    if busy is not None and busy >= th.CPU_SATURATED:
-        return f"the cores were {100 * busy:.0f}% busy: more workers cannot help"
+    if facts.cores_saturated:
+        assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None
+        return f"the cores were {100 * facts.real.system_cpu_busy_fraction:.0f}% busy: more workers cannot help"
     return None
 
 

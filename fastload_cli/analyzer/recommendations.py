@@ -54,14 +54,13 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     workers, cores, real = f.num_workers, f.cpu_count, f.real
     if f.sweep is not None:
         return None
-    if not pipeline_bound(f, v) or workers is None or real is None:
-        return None
+    if not pipeline_bound(f, v) or workers is None or real is None or f.cores_saturated:
+        return None  # with every core busy, more workers only share them (the notes say so too)
     if v.bottleneck is Bottleneck.IO:
         target = max(th.IO_WORKERS_SUGGESTED, 2 * workers)
         why = "loading waits on latency, so more loads in flight hide it; this holds past the core count"
     else:
-        saturated = real.system_cpu_busy_fraction is not None and real.system_cpu_busy_fraction >= th.CPU_SATURATED
-        if cores is None or saturated or workers >= cores:
+        if cores is None or workers >= cores:
             return None
         target = min(cores, th.CPU_WORKERS_CAP) if workers else max(1, min(cores - 1, th.CPU_WORKERS_CAP))
         if target <= workers:
@@ -118,22 +117,20 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
 def cheaper_samples(f: Facts, v: Verdict) -> Recommendation | None:
     """When all cores are busy loading, only cheaper samples help."""
     real = f.real
-    if v.bottleneck is not Bottleneck.CPU or not pipeline_bound(f, v) or real is None:
-        return None
-    if real.system_cpu_busy_fraction is None or real.system_cpu_busy_fraction < th.CPU_SATURATED:
+    if v.bottleneck is not Bottleneck.CPU or not pipeline_bound(f, v) or real is None or not f.cores_saturated:
         return None
     return Recommendation(
         id="cores-saturated",
         title="All cores are busy: make each sample cheaper to load",
         detail=(
-            f"The CPUs were {pct(real.system_cpu_busy_fraction)} busy, so more workers will not help. "
+            f"The CPUs were {pct(real.system_cpu_busy_fraction or 0.0)} busy, so more workers will not help. "
             "Decode at the size you train at (pre-resize images offline), cache decoded samples in RAM "
             "when they fit"
             + (", and move augmentation to the GPU." if f.cuda_in_use else ", and make augmentation cheaper.")
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=cited(v, FindingKind.CORES_SATURATED, FindingKind.LOADERS_BUSY),
+        evidence=cited(v, FindingKind.CORES_SATURATED, FindingKind.LOADERS_BUSY, FindingKind.LOADERS_COMPETE),
     )
 
 

@@ -300,20 +300,50 @@ def _cause_from_busy(f: Facts, evidence: list[Finding], busy: float) -> Cause:
         line = f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work."
         evidence.append(found(FindingKind.LOADERS_BUSY, line, loader_busy_fraction=busy))
         return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
+    storage = f.storage_evidence
+    if storage is None and (f.contended or f.cores_saturated):
+        return _competing_cause(f, evidence, who, busy)
     if busy <= th.LOADER_IDLE:
-        line = (
-            f"{who} on a CPU only {pct(busy)} of the time: loading waits on storage or other latency, not computation."
-        )
+        if storage is None:
+            line = (
+                f"{who} on a CPU only {pct(busy)} of the time, but nothing shows them waiting on storage (no reads, "
+                "no iowait, little data wait): workers that keep up also sleep, with their queue full."
+            )
+            evidence.append(found(FindingKind.LOADERS_IDLE, line, loader_busy_fraction=busy))
+            return Cause(Bottleneck.INCONCLUSIVE, CAUSE_UNKNOWN, tuple(evidence), False)
+        line = f"{who} on a CPU only {pct(busy)} of the time and {storage}: loading waits on storage or other latency."
         evidence.append(found(FindingKind.LOADERS_IDLE, line, loader_busy_fraction=busy))
         return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f)), True)
     line = f"{who} on a CPU {pct(busy)} of the time: partly computing, partly waiting."
     evidence.append(found(FindingKind.LOADERS_MIXED, line, loader_busy_fraction=busy))
-    if busy >= (th.LOADER_BUSY + th.LOADER_IDLE) / 2:  # closer to busy
+    if busy >= (th.LOADER_BUSY + th.LOADER_IDLE) / 2 or storage is None:  # closer to busy, or no sign of storage
         return Cause(Bottleneck.CPU, _cpu_label(f), tuple(evidence), False)
     return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f)), False)
 
 
 IO_LATENCY = "IO-bound input pipeline (storage or latency)"
+CAUSE_UNKNOWN = "Input-bound; the cause (CPU or IO) could not be measured"
+
+
+def _competing_cause(f: Facts, evidence: list[Finding], who: str, busy: float) -> Cause:
+    """Loaders that sleep while the cores are full or the step slows beside them: they keep up and
+    wait on a full queue, and the CPU they use is taken from the step. CPU, not storage."""
+    assert f.real is not None
+    system = f.real.system_cpu_busy_fraction
+    where = f"the CPUs were {pct(system)} busy" if f.cores_saturated and system is not None else "the step slowed"
+    line = (
+        f"{who} on a CPU only {pct(busy)} of the time, yet {where} and nothing was read from storage: workers that "
+        "keep up sleep because their queue is full, not because they wait for storage. Loading costs the step CPU."
+    )
+    evidence.append(
+        found(FindingKind.LOADERS_COMPETE, line, loader_busy_fraction=busy, system_cpu_busy_fraction=system)
+    )
+    return Cause(
+        Bottleneck.CPU,
+        "CPU-bound input pipeline (loading competes with the step for the cores)",
+        (*evidence, *_saturation(f)),
+        True,
+    )
 
 
 def _reads_line(f: Facts, who: str, busy: float) -> Finding | None:
@@ -343,8 +373,7 @@ def _cause_without_busy(f: Facts, evidence: list[Finding]) -> Cause:
         return Cause(Bottleneck.IO, "IO-bound input pipeline (storage)", tuple(evidence), False)
     line = "The loading processes' CPU use could not be measured, so the cause is not known."
     evidence.append(found(FindingKind.CAUSE_UNMEASURED, line))
-    label = "Input-bound; the cause (CPU or IO) could not be measured"
-    return Cause(Bottleneck.INCONCLUSIVE, label, tuple(evidence), False)
+    return Cause(Bottleneck.INCONCLUSIVE, CAUSE_UNKNOWN, tuple(evidence), False)
 
 
 def _no_aug_line(f: Facts) -> Finding:
@@ -380,7 +409,7 @@ def _saturation(f: Facts) -> tuple[Finding, ...]:
     if system is None:
         return ()
     cores = f" ({f.cpu_count})" if f.cpu_count else ""
-    if system >= th.CPU_SATURATED:
+    if f.cores_saturated:
         line = (
             f"All cores{cores} were busy ({pct(system)} of CPU time): more workers cannot help; "
             "each sample must get cheaper."

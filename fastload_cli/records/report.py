@@ -76,6 +76,7 @@ class FindingKind(enum.Enum):
     LOADERS_BUSY = "loaders-busy"  # the loading processes' CPU share: computing
     LOADERS_IDLE = "loaders-idle"  # ...: waiting
     LOADERS_MIXED = "loaders-mixed"  # ...: in between
+    LOADERS_COMPETE = "loaders-compete"  # ...: asleep on a full queue while the cores are full or the step slows
     HANDOFF = "handoff"  # batches cheaper to build than to hand over from workers
     KERNEL_READS = "kernel-reads"  # busy loaders whose CPU is reading in the kernel
     CORES_SATURATED = "cores-saturated"  # every core busy

@@ -181,3 +181,23 @@ def test_a_sweep_within_noise_recommends_no_worker_change() -> None:
     f = swept(CPU_IDLE_CORES, recommended=4, speedup=1.03, significant=False)
     found = ids(f)
     assert "increase-num-workers" not in found and "reduce-num-workers" not in found
+
+
+def test_saturated_cores_without_reads_get_no_advice_that_contradicts_the_notes() -> None:
+    # sleeping loaders on full cores, nothing read, the step slowed beside them: neither more
+    # workers nor faster storage, which the "more workers cannot help" note would contradict
+    saturated = facts(
+        b.summary(wait=0.12, busy=0.15, system=0.97, compute_ms=17.0),
+        b.summary("synthetic", throughput=180.0, compute_ms=10.0),
+        cores=2,
+    )
+    found = ids(saturated)
+    assert "increase-num-workers" not in found
+    assert "faster-storage" not in found
+    assert "cores-saturated" in found
+
+
+def test_no_more_workers_for_io_when_every_core_is_busy() -> None:
+    io_saturated = facts(b.summary(wait=0.8, busy=0.1, system=0.97), b.summary("synthetic", throughput=900.0))
+    assert decide(io_saturated).bottleneck is Bottleneck.IO  # the loop waits while the loaders sleep
+    assert "increase-num-workers" not in ids(io_saturated)

@@ -356,3 +356,28 @@ def test_busy_workers_whose_cpu_goes_to_the_kernel_while_reading_are_io_bound() 
     assert sum("MB/s" in line for line in v.evidence) == 1  # the rate is quoted once
     assert decide(reading(0.2, 7.8e8)).bottleneck is Bottleneck.CPU  # decoding in user space
     assert decide(reading(0.89, 0.0)).bottleneck is Bottleneck.CPU  # kernel work, but no reads
+
+
+# A plain pipeline on two workers (FakeData, random crop and flip) beside a small CNN on 2 cores:
+# the workers keep up and sleep on a full queue, the cores are full, nothing is read, and the step
+# runs 1.7x slower beside the loaders than with free inputs.
+SATURATED_NO_IO = facts(
+    b.summary(wait=0.12, busy=0.15, system=0.97, compute_ms=17.0),
+    b.summary("synthetic", throughput=180.0, compute_ms=10.0),
+)
+
+
+def test_sleeping_loaders_on_saturated_cores_without_reads_are_cpu_not_io() -> None:
+    v = decide(SATURATED_NO_IO)
+    assert v.bottleneck is Bottleneck.CPU
+    assert "IO" not in v.label
+    assert any("queue is full" in line for line in v.evidence)
+
+
+def test_an_io_cause_needs_storage_evidence() -> None:
+    # idle loaders, little wait, nothing read, nothing contended: the cause is not called storage
+    quiet = facts(b.summary(wait=0.15, busy=0.1, system=0.5), b.summary("synthetic", throughput=160.0))
+    assert decide(quiet).bottleneck is not Bottleneck.IO
+    # the same loaders with reads from storage are IO
+    read = dataclasses.replace(quiet.real, read_bytes_per_s=50e6)
+    assert decide(dataclasses.replace(quiet, real=read)).bottleneck is Bottleneck.IO
