@@ -71,6 +71,13 @@ class Facts:
         return self.contended or (self.cheap_batches is not None and self.concurrent_loading)
 
     @property
+    def noise(self) -> float:
+        """The relative throughput difference the real run cannot tell from noise: its measured
+        spread, never below what paired runs of one setting differ by on a quiet machine."""
+        spread = self.real.throughput_spread if self.real is not None else None
+        return max(th.SWEEP_NOISE_FLOOR, spread or 0.0)
+
+    @property
     def cores_saturated(self) -> bool:
         """Every core was busy in the real run: the one reading of it that every rule shares, so no
         recommendation asks for more parallel loading while a note says the cores are full."""

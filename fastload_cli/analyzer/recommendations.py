@@ -235,12 +235,14 @@ def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
     busy = real.loader_busy_fraction
     if busy is None or busy > th.LOADER_IDLE or p90 < th.WAIT_SPIKE_MIN_MS or p90 < th.WAIT_SPIKY_RATIO * max(p50, 0.1):
         return None
+    if not real.throughput_batches_per_s or real.data_wait_fraction is None:
+        return None
+    step_ms = 1000 / real.throughput_batches_per_s
+    if p90 - p50 < th.WAIT_SPIKE_STEP_SHARE * step_ms:
+        return None  # spikes of a few ms beside a step of a second are noise, however spiky they look
     factor = 2 * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
-    gain = None
-    if real.throughput_batches_per_s and real.data_wait_fraction is not None:
-        step_ms = 1000 / real.throughput_batches_per_s
-        spikes_ms = max(0.0, real.data_wait_fraction * step_ms - p50)
-        gain = step_ms / (step_ms - spikes_ms) if spikes_ms < step_ms else None
+    spikes_ms = max(0.0, real.data_wait_fraction * step_ms - p50)
+    gain = step_ms / (step_ms - spikes_ms) if spikes_ms < step_ms else None
     return Recommendation(
         id="larger-prefetch-factor",
         title=f"Prefetch deeper: prefetch_factor={factor}",
@@ -277,6 +279,12 @@ RULES: tuple[Rule, ...] = (
 def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     """Every rule that fires: a num_workers setting a sweep measured first (a one-line change with a
     measured gain), then measured ones, then by expected gain."""
-    found = [rec for rule in RULES if (rec := rule(f, v)) is not None]
+    found = [rec for rule in RULES if (rec := rule(f, v)) is not None and not inside_noise(rec, f)]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None else set()
     return tuple(sorted(found, key=lambda r: (r.id not in swept, not r.measured, -(r.expected_speedup or 0.0))))
+
+
+def inside_noise(rec: Recommendation, f: Facts) -> bool:
+    """An estimated gain no run could tell from noise: not advice. Measured recommendations carry
+    their own test (a sweep's significance; the step's, which says input work will not help)."""
+    return not rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise

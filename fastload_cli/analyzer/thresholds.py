@@ -134,7 +134,10 @@ RESTART_MIN_EPOCHS = 2
 # Waits are spiky when the 90th-percentile wait is this many times the median (and workers idle):
 # a deeper prefetch queue absorbs the spikes.
 WAIT_SPIKY_RATIO = 4.0
-# ...and the spikes are worth it only from this many milliseconds on.
+# ...and the spikes are worth it only from this many milliseconds on,
 WAIT_SPIKE_MIN_MS = 2.0
+# ...and only when the spikes (p90 - median) are at least this share of a step: spikes of a few
+# milliseconds beside a step of a second cannot change throughput beyond noise.
+WAIT_SPIKE_STEP_SHARE = 0.05
 # Datasets whose items are slices of tensors already in memory: workers only add handoff cost.
 IN_MEMORY_DATASETS = frozenset({"TensorDataset", "StackDataset"})

@@ -310,3 +310,35 @@ def test_no_rule_reads_the_verdicts_sentences() -> None:
         assert not touched, f"{rule.__name__} reads {touched}"
     cited = {n.attr for n in ast.walk(tree(advice.cited)) if isinstance(n, ast.Attribute)}
     assert cited <= {"sentence", "of"}, cited
+
+
+def test_spikes_of_a_few_ms_beside_a_step_of_seconds_are_not_advice() -> None:
+    # timm-like on CPU: 1.5 s steps (32 samples), waits of 1.5 ms median and 8 ms at p90
+    slow_step = facts(
+        wait=0.002,
+        busy=0.1,
+        wait_ms_p50=1.5,
+        wait_ms_p90=8.0,
+        synthetic=b.summary("synthetic", throughput=21.5),
+    )
+    slow_step = dataclasses.replace(
+        slow_step,
+        real=dataclasses.replace(slow_step.real, throughput_samples_per_s=21.3, throughput_batches_per_s=21.3 / 32),
+    )
+    assert decide(slow_step).bottleneck is Bottleneck.COMPUTE
+    assert fire(rec.larger_prefetch, slow_step) is None
+    assert [r.id for r in rec.recommend(slow_step, decide(slow_step))] == ["step-is-the-limit"]
+
+
+def test_an_estimated_gain_inside_the_runs_noise_is_not_listed() -> None:
+    # workers restarted every epoch (100 s of steps): 8 s is an estimated 1.08x, inside a run whose
+    # throughput moved ±12%; 20 s (1.2x) is outside it
+    def restarting(startup_s: float) -> Facts:
+        f = facts(epoch_startup_s=(startup_s, startup_s))
+        assert f.real is not None and f.epoch_s == pytest.approx(100.0)
+        return dataclasses.replace(f, real=dataclasses.replace(f.real, throughput_spread=0.12))
+
+    small, large = restarting(8.0), restarting(20.0)
+    assert fire(rec.persistent_workers, small) is not None  # the rule fires; the gain is noise
+    assert "persistent-workers" not in [r.id for r in rec.recommend(small, decide(small))]
+    assert "persistent-workers" in [r.id for r in rec.recommend(large, decide(large))]
