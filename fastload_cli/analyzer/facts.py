@@ -78,6 +78,13 @@ class Facts:
         return max(th.SWEEP_NOISE_FLOOR, spread or 0.0)
 
     @property
+    def ceiling_noise(self) -> float:
+        """The relative noise of the ceiling: the real and synthetic runs' spreads added, never
+        below what paired runs of one setting differ by on a quiet machine."""
+        spreads = [s.throughput_spread or 0.0 for s in (self.real, self.synthetic) if s is not None]
+        return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
+
+    @property
     def cores_saturated(self) -> bool:
         """Every core was busy in the real run: the one reading of it that every rule shares, so no
         recommendation asks for more parallel loading while a note says the cores are full."""

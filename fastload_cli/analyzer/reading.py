@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.cause import rate
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.verdict import rate
 from fastload_cli.formatting import pct
 from fastload_cli.records import Verdict
 
