@@ -381,3 +381,27 @@ def test_an_io_cause_needs_storage_evidence() -> None:
     # the same loaders with reads from storage are IO
     read = dataclasses.replace(quiet.real, read_bytes_per_s=50e6)
     assert decide(dataclasses.replace(quiet, real=read)).bottleneck is Bottleneck.IO
+
+
+def _at_ceiling(ceiling: float, spread: float = 0.04) -> Facts:
+    real = dataclasses.replace(b.summary(wait=0.25, busy=0.9, system=0.6), throughput_spread=spread)
+    synthetic = dataclasses.replace(b.summary("synthetic", throughput=100.0 * ceiling), throughput_spread=spread)
+    return facts(real, synthetic)
+
+
+def test_confidence_moves_smoothly_across_the_input_bound_line() -> None:
+    # the same script measured 1.44x, then 1.55x: inside the runs' noise (±8%) of the 1.5x line
+    low, high = decide(_at_ceiling(1.44)), decide(_at_ceiling(1.55))
+    assert abs(high.confidence - low.confidence) <= 0.2
+    ceilings = [1.30 + 0.01 * i for i in range(60)]
+    confidences = [decide(_at_ceiling(c)).confidence for c in ceilings]
+    steps = [b - a for a, b in zip(confidences, confidences[1:])]
+    assert max(abs(x) for x in steps) <= 0.06  # no hard edge anywhere on the way
+    assert confidences[-1] == pytest.approx(th.CONFIDENCE_STRONG)  # far above the line: full confidence
+    assert any("within the runs' noise" in line and "1.50x" in line for line in high.evidence)
+
+
+def test_a_ceiling_far_from_every_line_says_nothing_about_noise() -> None:
+    v = decide(_at_ceiling(3.0))
+    assert not any("within the runs' noise" in line for line in v.evidence)
+    assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
