@@ -179,7 +179,7 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
             "Measured: a free input pipeline changes throughput by at most the ceiling. "
             f"What usually helps (not measured here): {hints}."
         ),
-        expected_speedup=bounded(1.0, v.speedup_ceiling),
+        expected_speedup=1.0,  # input work gains nothing; a ceiling under 1 is noise, not a loss
         measured=True,
         evidence=cited(v, FindingKind.DATA_WAIT, FindingKind.CEILING, FindingKind.CEILING_UNEXPLAINED),
     )

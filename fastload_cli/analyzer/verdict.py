@@ -40,10 +40,38 @@ def _verdict(
 
 
 def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
+    broken = _broken_comparison(f)
+    if broken is not None:
+        label = "Inconclusive: the comparison with free inputs was broken"
+        verdict = _verdict(f, Bottleneck.INCONCLUSIVE, label, 0.0, [broken], (*caveats, broken.sentence))
+        return replace(verdict, speedup_ceiling=None)  # a ceiling below 1 is no measurement
     verdict = _decide(f, caveats)
     if f.disturbed:
         return replace(verdict, confidence=round(verdict.confidence * th.CONFIDENCE_DISTURBED, 2))
     return verdict
+
+
+def _broken_comparison(f: Facts) -> Finding | None:
+    """Free inputs cannot slow training: a synthetic run slower than the real one beyond the runs'
+    noise measured something else, most often other processes on the machine. None when the
+    comparison holds."""
+    ceiling = f.ceiling
+    if ceiling is None or ceiling >= 1 / (1 + f.ceiling_noise):
+        return None
+    if not f.disturbed and ceiling >= th.CEILING_BROKEN:
+        return None  # slower beyond the spreads but not by much, on a quiet machine: read as compute-bound
+    why = (
+        "other processes took a large share of the CPU during a compared run, even after running it again"
+        if f.disturbed
+        else "something other than the input pipeline changed between the runs"
+    )
+    return found(
+        FindingKind.CEILING,
+        f"With free inputs (synthetic) training ran {ceiling:.2f}x as fast as the real run: a free input pipeline "
+        f"cannot slow training, so the comparison is broken ({why}). Run fastload again on a quieter machine.",
+        speedup_ceiling=ceiling,
+        noise=f.ceiling_noise,
+    )
 
 
 def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:

@@ -405,3 +405,20 @@ def test_a_ceiling_far_from_every_line_says_nothing_about_noise() -> None:
     v = decide(_at_ceiling(3.0))
     assert not any("within the runs' noise" in line for line in v.evidence)
     assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
+
+
+def test_a_disturbed_comparison_with_a_ceiling_below_one_is_inconclusive() -> None:
+    # other processes took the CPU during the synthetic run: it came out at 0.37x the real one
+    broken = dataclasses.replace(facts(b.summary(wait=0.05), b.summary("synthetic", throughput=37.0)), disturbed=True)
+    v = decide(broken)
+    assert v.bottleneck is Bottleneck.INCONCLUSIVE
+    assert v.speedup_ceiling is None  # never presented as measured
+    assert any("broken" in line and "0.37x" in line for line in v.caveats)
+    from fastload_cli.analyzer.recommendations import recommend
+
+    assert not any(r.expected_speedup is not None and r.expected_speedup < 1 for r in recommend(broken, v))
+
+
+def test_a_ceiling_just_under_one_on_a_quiet_machine_stays_compute_bound() -> None:
+    v = decide(facts(b.summary(wait=0.02), b.summary("synthetic", throughput=93.0)))
+    assert v.bottleneck is Bottleneck.COMPUTE
