@@ -106,6 +106,8 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         if ceiling_high and wait < th.WAIT_CLEARLY_INPUT:  # the ceiling decides: how far above its line?
             confidence = _eased(f, confidence, th.CEILING_INPUT_BOUND, "partly and clearly input-bound", evidence)
         return _input_bound(f, evidence, confidence, caveats, partly=False)
+    if wait_low and ceiling is None and f.concurrent_loading:
+        return _wait_alone(f, evidence, caveats)
     if wait_low and (ceiling is None or ceiling_low or not f.loaders_cost_the_step):
         if ceiling is not None and not ceiling_low:
             evidence.append(_unexplained_ceiling_line(f))
@@ -140,6 +142,19 @@ def _eased(f: Facts, confidence: float, line: float, between: str, evidence: lis
     if confidence <= th.CONFIDENCE_HEDGED:
         return confidence
     return th.CONFIDENCE_HEDGED + (confidence - th.CONFIDENCE_HEDGED) * margin
+
+
+def _wait_alone(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdict:
+    """A short wait without a run with free inputs: loading beside the step can slow the step
+    without making the loop wait, so the wait alone cannot call the step the limit."""
+    line = (
+        "Loading runs beside the step (DataLoader workers or a pin-memory thread) and can slow it without making "
+        "the loop wait; without a run with free inputs (synthetic) the step's own share is not measured."
+    )
+    evidence.append(found(FindingKind.FREE_INPUTS_UNMEASURED, line))
+    label = "Inconclusive: the loop rarely waits for data, but the step's own share was not measured"
+    hint = "`fastload diagnose` (or `synthetic-compare`) runs the comparison with free inputs that decides it"
+    return _verdict(f, Bottleneck.INCONCLUSIVE, label, 0.0, evidence, (*caveats, hint))
 
 
 def _in_sentence(label: str) -> str:

@@ -69,6 +69,7 @@ class FindingKind(enum.Enum):
     CONTENTION = "contention"  # the step ran slower beside the loaders than with free inputs
     PARTLY = "partly"  # an in-between ceiling: loading and the step both cost time
     CEILING_UNEXPLAINED = "ceiling-unexplained"  # a ceiling the wait and the step do not explain
+    FREE_INPUTS_UNMEASURED = "free-inputs-unmeasured"  # no synthetic run, and loading runs beside the step
     NEAR_THRESHOLD = "near-threshold"  # a ceiling within the runs' noise of a line the verdict draws
     MIXED = "mixed"  # neither signal is clear-cut
     WORKER_RESTARTS = "worker-restarts"  # workers started again every epoch, and what they did meanwhile

@@ -422,3 +422,17 @@ def test_a_disturbed_comparison_with_a_ceiling_below_one_is_inconclusive() -> No
 def test_a_ceiling_just_under_one_on_a_quiet_machine_stays_compute_bound() -> None:
     v = decide(facts(b.summary(wait=0.02), b.summary("synthetic", throughput=93.0)))
     assert v.bottleneck is Bottleneck.COMPUTE
+
+
+def test_a_short_wait_alone_does_not_call_the_step_the_limit_when_workers_run_beside_it() -> None:
+    # sweep-workers runs no synthetic: a 5% wait on 2 workers cannot tell CPU contention from compute
+    v = decide(facts(b.summary(wait=0.05, busy=0.9)))
+    assert v.bottleneck is Bottleneck.INCONCLUSIVE
+    assert not v.label.startswith("Compute")
+    assert any("synthetic" in line for line in v.caveats)
+    # without workers nothing loads beside the step: the short wait does say the step is the limit
+    alone = decide(facts(b.summary(wait=0.05, busy=0.9, workers=0), workers=0))
+    assert alone.bottleneck is Bottleneck.COMPUTE
+    # and a sweep that measured a much faster setting confirms the input pipeline without one
+    swept_fast = dataclasses.replace(facts(b.summary(wait=0.05, busy=0.9)), sweep=swept(2.0))
+    assert decide(swept_fast).bottleneck is Bottleneck.CPU
