@@ -15,7 +15,7 @@ from typing import Protocol
 
 from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import hint_for
+from fastload_cli.analyzer.failures import hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import describe_error, summarize
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
@@ -243,23 +243,26 @@ def check_measurable(run: RunResult, python: str | None = None) -> None:
         first_line = message.strip().splitlines()[0] if message.strip() else message
         raise ScriptFailedError(
             f"the script failed before its first batch: {first_line}",
-            hint_for(message, tail, python) or "it must run under plain `python` first; its output is shown above",
+            hint_for(message, tail, python, run.oom_kills) or "its output and traceback are shown above",
             f"{tail.rstrip()}\n{message}" if message not in tail else tail,
         )
     if run.status is RunStatus.TIMEOUT:
         raise FastloadError(
             "no DataLoader batch arrived before the timeout",
-            "raise --timeout if the script needs longer to start, or check that it iterates a DataLoader",
+            timeout_hint(run.stuck_at) if run.stuck_at else "raise --timeout if the script needs longer to start",
         )
     if run.signal_name is not None:
         raise ScriptFailedError(
             f"the script was killed by {run.signal_name} before its first batch",
-            hint_for("", tail) or "SIGKILL usually means the machine ran out of memory",
+            hint_for("", tail, oom_kills=run.oom_kills)
+            or killed_hint(f"the script got {run.signal_name}", run.oom_kills),
             tail,
         )
     if run.stop_reason is StopReason.SCRIPT_ENDED and run.exit_code not in (0, None):
         raise ScriptFailedError(
-            f"the script exited with status {run.exit_code} before its first batch", hint_for("", tail), tail
+            f"the script exited with status {run.exit_code} before its first batch",
+            hint_for("", tail, oom_kills=run.oom_kills),
+            tail,
         )
     if run.loaders:
         raise NoLoaderObservedError("the script created a DataLoader but never took a batch from it", NO_LOADER_HINT)

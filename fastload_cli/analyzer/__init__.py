@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import STUCK_HINT, hint_for
+from fastload_cli.analyzer.failures import hint_for, timeout_hint
 from fastload_cli.analyzer.metrics import (
     percentile,
     primary_loader,
@@ -227,7 +227,10 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     if run.status is not RunStatus.OK:
         what = (s.error or run.status.value).strip().splitlines()[0]
         kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
-        hint = STUCK_HINT if run.status is RunStatus.TIMEOUT else hint_for(s.error or "", run.output_tail)
+        if run.status is RunStatus.TIMEOUT:
+            hint: str | None = timeout_hint(run.stuck_at)
+        else:
+            hint = hint_for(s.error or "", run.output_tail, oom_kills=run.oom_kills)
         found.append(f"{s.mode} run {run.status.value}: {what}{kept}." + (f" Hint: {hint}." if hint else ""))
     elif run.stop_reason is StopReason.SCRIPT_ENDED and len(run.batches) < run.requested_batches:
         found.append(

@@ -1,41 +1,63 @@
-"""What a failure's message says about its cause: a hint for the user, from known signatures.
+"""What a failure says about its cause: a hint for the user, resting only on what was observed.
 
 PyTorch reports a worker's troubles in the main process with fixed phrases ("Caught X in
 DataLoader worker process N", "DataLoader worker (pid N) is killed by signal", "Unexpected bus
-error encountered in worker"); a missing torch is a ModuleNotFoundError naming it.
+error encountered in worker"); a missing torch is a ModuleNotFoundError naming it; a script made
+for ``torchrun`` names the variable it found missing. A kill is blamed on memory only when the
+kernel's OOM counter moved during the run; a timeout is explained from where the script's main
+thread was when it hit.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 SHM_HINT = (
     "a DataLoader worker hit a bus error: /dev/shm (shared memory, where workers hand batches over) is too "
     "small. Give the container more (docker run --shm-size=8g, or a larger /dev/shm mount), or use fewer "
     "workers or a smaller prefetch_factor"
 )
-KILLED_HINT = (
-    "a DataLoader worker was killed by a signal; SIGKILL usually means the machine ran out of memory: use "
-    "fewer workers, a smaller prefetch_factor or smaller batches, and check `dmesg` for the OOM killer"
-)
+MEMORY_ADVICE = "use fewer workers, a smaller prefetch_factor or smaller batches"
 WORKER_RAISED_HINT = (
     "the dataset raised inside a DataLoader worker: the worker's own traceback follows 'Original Traceback' "
     "in the message; run with num_workers=0 to debug it in the main process"
 )
 STUCK_HINT = (
-    "if a DataLoader worker is stuck (a lock, a network read that never returns), DataLoader(timeout=...) "
+    "a DataLoader worker is stuck (a lock, a network read that never returns): DataLoader(timeout=...) "
     "makes it raise instead of waiting forever"
+)
+TORCHRUN_HINT = (
+    "the script expects to be started by torchrun (it reads RANK, WORLD_SIZE, LOCAL_RANK or MASTER_ADDR). "
+    "To measure one rank's input pipeline, give it a one-process job's environment: RANK=0 LOCAL_RANK=0 "
+    "WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 fastload diagnose SCRIPT"
+)
+_TORCHRUN_SIGNS = (
+    "rank expected, but not set",
+    "world_size expected, but not set",
+    "master_addr expected, but not set",
+    "master_port expected, but not set",
+    "keyerror: 'rank'",
+    "keyerror: 'local_rank'",
+    "keyerror: 'world_size'",
+    "keyerror: 'master_addr'",
 )
 
 
-def hint_for(message: str, output_tail: str = "", python: str | None = None) -> str | None:
-    """A hint for a script failure, from its exception text and the script's last output."""
+def hint_for(
+    message: str, output_tail: str = "", python: str | None = None, oom_kills: int | None = None
+) -> str | None:
+    """A hint for a script failure, from its exception text, the script's last output and the
+    OOM kills the kernel counted during the run."""
     text = f"{message}\n{output_tail}"
     lowered = text.lower()
     if "bus error" in lowered or "insufficient shared memory" in lowered:
         return SHM_HINT
     if "killed by signal" in lowered or ("dataloader worker" in lowered and "exited unexpectedly" in lowered):
-        return KILLED_HINT
+        return killed_hint("a DataLoader worker was killed", oom_kills)
     if "in dataloader worker process" in lowered:
         return WORKER_RAISED_HINT
+    if any(sign in lowered for sign in _TORCHRUN_SIGNS):
+        return TORCHRUN_HINT
     if "no module named 'torch'" in lowered:
         where = f" for {python}" if python else ""
         return (
@@ -43,3 +65,42 @@ def hint_for(message: str, output_tail: str = "", python: str | None = None) -> 
             "Python that has it (python -m fastload_cli ...)"
         )
     return None
+
+
+def killed_hint(what: str, oom_kills: int | None) -> str:
+    """Why a process was killed, as far as the kernel's OOM counter tells."""
+    if oom_kills is None:
+        return f"{what}; check `dmesg` for the OOM killer (its counter could not be read); if it acted, {MEMORY_ADVICE}"
+    if oom_kills > 0:
+        return f"{what}, and the kernel's OOM killer acted during the run: memory ran out; {MEMORY_ADVICE}"
+    return (
+        f"{what}, but the kernel's OOM killer did not act during the run (its counter did not move): something "
+        "else sent the signal (a job scheduler, a container limit, another user)"
+    )
+
+
+def timeout_hint(stuck_at: Sequence[str]) -> str:
+    """Why a run timed out, from the main thread's frames when it did (most recent first)."""
+    if not stuck_at:
+        return "where the script's main thread was could not be read; raise --timeout if it needs longer to start"
+    where = _package_relative(stuck_at[0])
+    if any("torch/distributed" in frame for frame in stuck_at):
+        return (
+            f"the main thread was blocked in torch.distributed ({where}): a collective or rendezvous waits for "
+            "other ranks that never arrive. Start data-parallel scripts with one process per rank, or give the "
+            "script a one-process job's environment (WORLD_SIZE=1)"
+        )
+    if any("torch/utils/data" in frame for frame in stuck_at):
+        return f"the main thread was waiting for a DataLoader batch ({where}); {STUCK_HINT}"
+    return (
+        f"the main thread was at {where}, not waiting for a DataLoader, when the timeout hit: the script itself "
+        "is blocked or slower than --timeout allows"
+    )
+
+
+def _package_relative(frame: str) -> str:
+    """A frame in an installed package, from the package on: ``torch/distributed/...:3913 in f``."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in frame:
+            return frame.split(marker, 1)[1]
+    return frame

@@ -27,7 +27,7 @@ from types import FrameType, TracebackType
 from typing import NoReturn
 
 from fastload_cli.records import CHANNEL_FD_ENV, ChildSpec, EventKind, StopReason
-from fastload_cli.runner import hooks
+from fastload_cli.runner import hooks, stacks
 from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.modes import MeasurementDone
 
@@ -141,6 +141,7 @@ def main() -> NoReturn:
     os.set_inheritable(fd, False)
     channel = Channel(fd)
     _die_with_parent()
+    stacks.register_in_child()
     script_file = _prepare_sys(script_arg0, script_args)
     installed = hooks.install(channel, spec)
     channel.emit(EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat)

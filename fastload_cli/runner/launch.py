@@ -40,8 +40,9 @@ from fastload_cli.records import (
 )
 from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
+from fastload_cli.runner.stacks import STACK_FILE_ENV, StackProbe
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
-from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count
+from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count, oom_kills
 from fastload_cli.samplers.pyspy import PySpy
 
 HostReadings = tuple[tuple[HostSample, ...], SamplerHealth]
@@ -84,8 +85,13 @@ class _Run:
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
         self.interrupted = False
+        self.oom_kills_before = oom_kills()
+        self.stack = StackProbe()
+        self.stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ, **{CHANNEL_FD_ENV: str(write_fd), RUN_ID_ENV: self.run_id})
+        env = dict(
+            os.environ, **{CHANNEL_FD_ENV: str(write_fd), RUN_ID_ENV: self.run_id, STACK_FILE_ENV: self.stack.path}
+        )
         try:
             self.proc = subprocess.Popen(
                 child_command(config),
@@ -112,6 +118,7 @@ class _Run:
         with self._selector() as selector:
             while self.proc.poll() is None and not self._gave_up() and not self.interrupted:
                 if self.stop_asked_at is None and time.monotonic() > deadline:
+                    self.stuck_at = self.stack.capture(self.proc.pid)
                     self.ask_stop(StopReason.TIMEOUT)
                 self._pump(selector, POLL_S)
 
@@ -179,6 +186,7 @@ class _Run:
     def finish(self) -> None:
         """Terminate what is left of the run, then read what the pipes still hold."""
         terminate_run(self.proc, self.run_id, self.host.tracked_pids())
+        self.stack.close()
         deadline = time.monotonic() + DRAIN_S
         with self._selector() as selector:
             while selector.get_map() and time.monotonic() < deadline:
@@ -223,7 +231,14 @@ class _Run:
             schedstat=c.schedstat,
             profiler_cpu_s=time.process_time() - self.started_cpu_s,
             memory_available_bytes=self.memory_available,
+            stuck_at=self.stuck_at,
+            oom_kills=self._oom_kills(),
         )
+
+    def _oom_kills(self) -> int | None:
+        """Processes the kernel's OOM killer killed during the run (on the whole machine)."""
+        before, after = self.oom_kills_before, oom_kills()
+        return after - before if before is not None and after is not None else None
 
     def _status(self) -> tuple[RunStatus, StopReason]:
         c = self.collector

@@ -202,3 +202,17 @@ def available_memory() -> int | None:
         return int(psutil.virtual_memory().available)
     except (psutil.Error, OSError):
         return None
+
+
+def oom_kills(path: str = "/proc/vmstat") -> int | None:
+    """Processes the kernel's OOM killer has killed since boot (every cgroup's included), or None
+    when the counter cannot be read (not Linux, or a kernel before 4.13)."""
+    try:
+        with open(path) as handle:
+            for line in handle:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None

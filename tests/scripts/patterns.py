@@ -34,6 +34,9 @@ parser.add_argument("--worker-dies-at", type=int, default=-1)
 parser.add_argument("--worker-hangs-at", type=int, default=-1)
 parser.add_argument("--worker-bus-error-at", type=int, default=-1)
 parser.add_argument("--exit-after", type=int, default=-1, help="sys.exit(0) after this many steps")
+parser.add_argument(
+    "--collective-hangs-at", type=int, default=-1, help="from this step, all_reduce with a peer that never joins it"
+)
 
 Pair = collections.namedtuple("Pair", ["x", "y"])
 
@@ -185,10 +188,35 @@ def make_loader(args, cls=DataLoader, size=None):
     return cls(Samples(args), batch_size=args.batch_size, shuffle=False, collate_fn=collate, **kwargs)
 
 
+def _idle_peer(port: int) -> None:
+    """Rank 1 of a two-process group: joins it, then never takes part in a collective."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2)
+    time.sleep(3600)
+
+
+def join_group_with_idle_peer() -> None:
+    import socket
+
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    mp.get_context("fork").Process(target=_idle_peer, args=(port,), daemon=True).start()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=2)
+
+
 def step(batch, args):
     end = time.perf_counter() + args.step_ms / 1000
     while time.perf_counter() < end:
         pass
+    if 0 <= args.collective_hangs_at <= step.count:
+        import torch.distributed as dist
+
+        dist.all_reduce(torch.ones(1))  # the peer never joins: blocks in C
     step.count += 1
     if step.count == args.exit_after:
         sys.exit(0)
@@ -199,6 +227,8 @@ step.count = 0
 
 def main():
     args = parser.parse_args()
+    if args.collective_hangs_at >= 0:
+        join_group_with_idle_peer()
     pattern = args.pattern
     if pattern == "prefetcher":
         loader = make_loader(args)

@@ -1,27 +1,63 @@
-"""Hints for known failure signatures."""
+"""Hints for failures: each rests on what was observed (the message, the kernel's OOM counter,
+where the main thread was), never on a guess."""
 
 from __future__ import annotations
 
 import pytest
 
-from fastload_cli.analyzer.failures import KILLED_HINT, SHM_HINT, WORKER_RAISED_HINT, hint_for
+from fastload_cli.analyzer.failures import (
+    SHM_HINT,
+    TORCHRUN_HINT,
+    WORKER_RAISED_HINT,
+    hint_for,
+    killed_hint,
+    timeout_hint,
+)
+from fastload_cli.runner.stacks import main_thread_frames
+
+KILLED = "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed."
 
 
 @pytest.mark.parametrize(
     ("message", "tail", "hint"),
     [
-        ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.", "", KILLED_HINT),
-        ("RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly", "", KILLED_HINT),
         (
             "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
             "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory",
             SHM_HINT,
         ),
         ("ValueError: Caught ValueError in DataLoader worker process 0.\nOriginal Traceback", "", WORKER_RAISED_HINT),
+        (
+            "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK "
+            "expected, but not set",
+            "",
+            TORCHRUN_HINT,
+        ),
+        ("KeyError: 'LOCAL_RANK'", "", TORCHRUN_HINT),
     ],
 )
 def test_known_signatures_get_their_hint(message: str, tail: str, hint: str) -> None:
     assert hint_for(message, tail) == hint
+
+
+def test_a_script_made_for_torchrun_is_not_told_to_run_under_plain_python() -> None:
+    found = hint_for("ValueError: environment variable RANK expected, but not set")
+    assert found is not None and "torchrun" in found and "plain" not in found
+
+
+@pytest.mark.parametrize("message", [KILLED, "RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly"])
+def test_a_killed_worker_is_blamed_on_memory_only_when_the_oom_killer_acted(message: str) -> None:
+    acted = hint_for(message, oom_kills=1)
+    assert acted is not None and "OOM killer acted" in acted
+    quiet = hint_for(message, oom_kills=0)
+    assert quiet is not None and "did not act" in quiet and "memory ran out" not in quiet
+    unknown = hint_for(message, oom_kills=None)
+    assert unknown is not None and "dmesg" in unknown
+
+
+def test_a_killed_script_without_an_oom_kill_says_something_else_sent_the_signal() -> None:
+    assert "did not act" in killed_hint("the script got SIGKILL", 0)
+    assert "out of memory" not in killed_hint("the script got SIGKILL", 0)
 
 
 def test_a_missing_torch_names_the_interpreter() -> None:
@@ -31,3 +67,36 @@ def test_a_missing_torch_names_the_interpreter() -> None:
 
 def test_an_ordinary_error_gets_no_hint() -> None:
     assert hint_for("ValueError: bad learning rate", "Traceback ...") is None
+
+
+DUMP = """main 0x7f00000000aa
+Thread 0x00007f00000000bb (most recent call first):
+  File "/usr/lib/python3.12/threading.py", line 355 in wait
+  File "/site-packages/torch/utils/data/_utils/pin_memory.py", line 59 in do_one_step
+
+Current thread 0x00007f00000000aa (most recent call first):
+  File "/site-packages/torch/distributed/distributed_c10d.py", line 2806 in all_reduce
+  File "/home/user/train.py", line 41 in train
+  File "/home/user/train.py", line 60 in <module>
+"""
+
+
+def test_the_main_threads_frames_are_read_from_a_dump_among_other_threads() -> None:
+    frames = main_thread_frames(DUMP)
+    assert frames[0] == "/site-packages/torch/distributed/distributed_c10d.py:2806 in all_reduce"
+    assert len(frames) == 3
+    assert main_thread_frames("Thread 0x1 (most recent call first):\n") == ()  # no header: nothing read
+
+
+def test_a_hang_in_a_collective_is_not_blamed_on_a_dataloader_worker() -> None:
+    hint = timeout_hint(main_thread_frames(DUMP))
+    assert "torch.distributed" in hint and "all_reduce" in hint
+    assert "DataLoader worker is stuck" not in hint
+
+
+def test_a_hang_in_the_loader_names_the_loader_and_elsewhere_names_the_line() -> None:
+    waiting = ("/site-packages/torch/utils/data/dataloader.py:1300 in _get_data", "/home/user/train.py:41 in train")
+    assert "DataLoader worker is stuck" in timeout_hint(waiting)
+    elsewhere = timeout_hint(("/home/user/train.py:12 in slow_setup",))
+    assert "train.py:12" in elsewhere and "DataLoader worker is stuck" not in elsewhere
+    assert "could not be read" in timeout_hint(())

@@ -35,6 +35,7 @@ CHILD_SIDE = {
     "runner.batches",
     "runner.transforms",
     "runner.breakdown",
+    "runner.stacks",
 }
 
 # module (or component) -> fastload components it may import
@@ -51,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.batches": CHILD_SIDE,
     "runner.transforms": CHILD_SIDE,
     "runner.breakdown": CHILD_SIDE,
+    "runner.stacks": CHILD_SIDE,
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
     "analyzer": {"records", "config", "formatting"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import pytest
@@ -395,7 +396,7 @@ def test_confidence_moves_smoothly_across_the_input_bound_line() -> None:
     assert abs(high.confidence - low.confidence) <= 0.2
     ceilings = [1.30 + 0.01 * i for i in range(60)]
     confidences = [decide(_at_ceiling(c)).confidence for c in ceilings]
-    steps = [b - a for a, b in zip(confidences, confidences[1:])]
+    steps = [later - earlier for earlier, later in itertools.pairwise(confidences)]
     assert max(abs(x) for x in steps) <= 0.06  # no hard edge anywhere on the way
     assert confidences[-1] == pytest.approx(th.CONFIDENCE_STRONG)  # far above the line: full confidence
     assert any("within the runs' noise" in line and "1.50x" in line for line in high.evidence)
