@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import hint_for, timeout_hint
+from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
     percentile,
     primary_loader,
@@ -23,6 +23,7 @@ from fastload_cli.analyzer.metrics import (
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
+    UNDONE,
     BatchInfo,
     Breakdown,
     Finding,
@@ -134,6 +135,8 @@ def gather_facts(
     if synthetic is not None and not replayed(synthetic[0]):
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
     no_aug = _first(runs, summaries, Mode.NO_AUG)
+    if no_aug is not None and not any(s.applied for s in no_aug[0].substitutions):
+        no_aug = None  # nothing was replaced while it ran (undone, or impossible): it measured the real pipeline
     real_run = real[0] if real else None
     starts = startup_spans(real_run) if real_run else []
     return Facts(
@@ -144,7 +147,7 @@ def gather_facts(
         cpu_count=real_run.cpu_count if real_run else None,
         cuda_in_use=any(r.env.cuda_in_use for r in runs),
         augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
-        substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ())),
+        substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ()) if s.applied),
         disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
         sweep=_sweep(runs, summaries, limits or sweep.Limits()),
         batch=batch_info(real_run) if real_run else None,
@@ -227,8 +230,11 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     if run.status is not RunStatus.OK:
         what = (s.error or run.status.value).strip().splitlines()[0]
         kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
+        replaced = [x.original.split("(")[0] for x in run.substitutions if x.applied]
         if run.status is RunStatus.TIMEOUT:
             hint: str | None = timeout_hint(run.stuck_at)
+        elif run.spec.mode is Mode.NO_AUG and replaced:
+            hint = substitution_hint(replaced)
         else:
             hint = hint_for(s.error or "", run.output_tail, oom_kills=run.oom_kills)
         found.append(f"{s.mode} run {run.status.value}: {what}{kept}." + (f" Hint: {hint}." if hint else ""))
@@ -236,6 +242,14 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
         found.append(
             f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "
             f"{run.requested_batches}); its numbers rest on fewer batches."
+        )
+    undone = [x for x in run.substitutions if x.replacement.startswith(UNDONE)]
+    if undone:
+        names = ", ".join(dict.fromkeys(x.original.split("(")[0] for x in undone))
+        why = undone[0].replacement.removeprefix(f"{UNDONE}: ")
+        found.append(
+            f"{s.mode}: fastload's stand-ins for {names} were undone: {why}. The pipeline ran as written, so this "
+            "run does not measure augmentation; `--keep-transform NAME` keeps one transform as it is."
         )
     if disturbed(s):
         assert s.foreign_cpu_fraction is not None

@@ -104,3 +104,13 @@ def _package_relative(frame: str) -> str:
         if marker in frame:
             return frame.split(marker, 1)[1]
     return frame
+
+
+def substitution_hint(replaced: Sequence[str]) -> str:
+    """A no-aug run failed with fastload's stand-ins in place: they, not the script, are the suspect."""
+    names = ", ".join(dict.fromkeys(replaced))
+    return (
+        f"in this run fastload replaced {names} with deterministic stand-ins: when the real run did not fail "
+        "this way, the failure comes from fastload's substitution, not from your script or dataset. "
+        "`--keep-transform NAME` keeps a transform as it is"
+    )

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from fastload_cli.records.comparison import Change, Comparison, Direction, Figures, ModeChange, ModeFigures
 from fastload_cli.records.measured import (
+    UNCHANGED,
+    UNDONE,
     BatchLayout,
     BatchRecord,
     Breakdown,
@@ -66,6 +68,8 @@ __all__ = [
     "CHANNEL_FD_ENV",
     "RUN_ID_ENV",
     "SCHEMA",
+    "UNCHANGED",
+    "UNDONE",
     "BatchInfo",
     "BatchLayout",
     "BatchRecord",

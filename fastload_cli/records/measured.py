@@ -74,6 +74,10 @@ class BatchLayout:
     leaves: tuple[TensorLeaf, ...]
 
 
+UNCHANGED = "unchanged"  # a substitution's replacement when it could not be made
+UNDONE = "undone"  # ...when it was made, then undone: its stand-ins did not give a sample like the original
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Substitution:
     loader_id: int
@@ -81,6 +85,11 @@ class Substitution:
     original: str
     replacement: str
     guessed: bool = False  # True: a user class judged random from its name
+
+    @property
+    def applied(self) -> bool:
+        """The replacement was in place while the run measured."""
+        return self.replacement != UNCHANGED and not self.replacement.startswith(UNDONE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

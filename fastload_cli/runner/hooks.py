@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.records import ChildSpec, EventKind
+from fastload_cli.records import UNCHANGED, ChildSpec, EventKind
 from fastload_cli.runner import transforms
 from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, safe_len
 from fastload_cli.runner.channel import Channel
@@ -139,7 +139,7 @@ class Hooks:
         except Exception as exc:  # fastload's own walk must never break the script's loader
             found = []
             problem = f"transforms not inspected: {type(exc).__name__}: {exc}"
-            self.channel.substitution(loader_id, "dataset", problem, "unchanged")
+            self.channel.substitution(loader_id, "dataset", problem, UNCHANGED)
         loader._fastload_state = LoaderState(loader_id=loader_id, collated=bool(loader._auto_collation))
         self._wrap_override(type(loader))
         context = loader.multiprocessing_context

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastload_cli.records import ChildSpec, EventKind, Mode
+from fastload_cli.records import UNCHANGED, UNDONE, ChildSpec, EventKind, Mode
 from fastload_cli.runner import breakdown, transforms
 from fastload_cli.runner.batches import copy_batch, safe_len
 from fastload_cli.runner.channel import Channel
@@ -130,11 +130,16 @@ class NoAugmentation(Actuator):
 
     def after_init(self, loader: Any, loader_id: int) -> None:
         keep, drop = frozenset(self.spec.keep_transforms), frozenset(self.spec.drop_transforms)
+        if not transforms.find_augmentations(loader.dataset, keep, drop):
+            return
+        before = transforms.probe(loader.dataset)  # the original pipeline's first sample
         walk = transforms.derandomize(loader.dataset, keep, drop)
+        undone = transforms.check_on_sample(loader.dataset, walk, before)
         for item in walk.found:
-            self.channel.substitution(loader_id, item.location, item.original, item.replacement, item.guessed)
+            replacement = f"{UNDONE}: {undone}" if undone else item.replacement
+            self.channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)
         for problem in walk.problems:
-            self.channel.substitution(loader_id, "dataset", problem, "unchanged")
+            self.channel.substitution(loader_id, "dataset", problem, UNCHANGED)
 
 
 @dataclass

@@ -69,6 +69,13 @@ class Walk:
     dry: bool = False  # only find: change nothing
     found: list[Found] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    undo: list[tuple[Any, str, Any]] = field(default_factory=list)  # (object, attribute, old value)
+
+    def restore(self) -> None:
+        """Put every replaced pipeline back, last replaced first."""
+        for obj, attr, old in reversed(self.undo):
+            setattr(obj, attr, old)
+        self.undo.clear()
 
 
 def callable_name(obj: object) -> str:
@@ -107,16 +114,34 @@ def _tv_module(obj: object) -> Any:
     return importlib.import_module("torchvision.transforms.v2" if _is_v2(obj) else "torchvision.transforms")
 
 
-def _crop_standin(obj: Any) -> Any:
-    """RandomResizedCrop(s) -> Resize + CenterCrop(s); RandomCrop(s) -> CenterCrop(s)."""
+def fixed_size(obj: object) -> tuple[int, int] | None:
+    """The output size a crop or resize transform declares in its ``size`` attribute: an int, or
+    (height, width). None when it declares none."""
+    size = getattr(obj, "size", None)
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return (size, size)
+    if isinstance(size, (tuple, list)) and len(size) in (1, 2) and all(isinstance(x, int) for x in size):
+        return (size[0], size[-1])
+    return None
+
+
+def _crop_standin(obj: Any, size: tuple[int, int]) -> Any:
+    """A deterministic crop to the same size: RandomCrop(s) -> CenterCrop(s); a random resized
+    crop (torchvision's, or a library's such as timm's) -> Resize + CenterCrop(s)."""
     tv = _tv_module(obj)
-    size = tuple(obj.size) if isinstance(obj.size, (tuple, list)) else (obj.size, obj.size)
     if type(obj).__name__ == "RandomCrop":
         return tv.CenterCrop(size)
-    kwargs: dict[str, Any] = {"interpolation": obj.interpolation}
-    if getattr(obj, "antialias", None) is not None:
-        kwargs["antialias"] = obj.antialias
+    kwargs: dict[str, Any] = {}
+    if is_torchvision(obj):  # a library's own interpolation setting may be a name or "random"
+        kwargs["interpolation"] = obj.interpolation
+        if getattr(obj, "antialias", None) is not None:
+            kwargs["antialias"] = obj.antialias
     return tv.Compose([tv.Resize(max(size), **kwargs), tv.CenterCrop(size)])
+
+
+# A user or library class whose name says it crops or resizes at random (timm's
+# RandomResizedCropAndInterpolation): its output size is fixed, so its stand-in must keep it.
+RANDOM_RESIZE = re.compile(r"random.*(crop|resiz|scale)", re.IGNORECASE)
 
 
 def _standin(obj: Any, walk: Walk) -> tuple[Any, bool] | None:
@@ -126,12 +151,15 @@ def _standin(obj: Any, walk: Walk) -> tuple[Any, bool] | None:
         return None
     if name in walk.drop:
         return Identity(), False
+    size = fixed_size(obj)
     if is_torchvision(obj):
-        if name in ("RandomResizedCrop", "RandomCrop"):
-            return _crop_standin(obj), False
+        if name in ("RandomResizedCrop", "RandomCrop") and size is not None:
+            return _crop_standin(obj, size), False
         if name in IDENTITY_STANDINS:
             return Identity(), False
         return None
+    if RANDOM_RESIZE.search(name) and size is not None and callable(obj):
+        return _crop_standin(obj, size), True
     if GUESS_PATTERN.search(name) and callable(obj):
         return Identity(), True
     return None
@@ -195,6 +223,7 @@ def _substitute_attrs(obj: Any, location: str, names: tuple[str, ...], walk: Wal
         if new is not current and not walk.dry:
             try:
                 setattr(obj, attr, new)
+                walk.undo.append((obj, attr, current))
             except (AttributeError, TypeError) as exc:
                 walk.problems.append(f"cannot replace {location}.{attr}: {exc}")
     return obj
@@ -241,18 +270,19 @@ def walk_dataset(dataset: Any, walk: Walk, location: str = "dataset", seen: set[
         current = getattr(dataset, name)
         if name == "transforms" and callable_name(current) == "StandardTransform":
             if not walk.dry:
-                _rebuild_standard_transform(dataset, current)
+                _rebuild_standard_transform(dataset, current, walk)
             continue
         _substitute_attrs(dataset, location, (name,), walk, 0)
     for name, inner in nested_datasets(dataset):
         walk_dataset(inner, walk, f"{location}.{name}", seen)
 
 
-def _rebuild_standard_transform(dataset: Any, current: Any) -> None:
+def _rebuild_standard_transform(dataset: Any, current: Any, walk: Walk) -> None:
     transform = getattr(dataset, "transform", current.transform)
     target = getattr(dataset, "target_transform", current.target_transform)
     if transform is not current.transform or target is not current.target_transform:
         dataset.transforms = type(current)(transform, target)
+        walk.undo.append((dataset, "transforms", current))
 
 
 def find_augmentations(dataset: Any, keep: frozenset[str], drop: frozenset[str]) -> list[Found]:
@@ -267,3 +297,60 @@ def derandomize(dataset: Any, keep: frozenset[str], drop: frozenset[str]) -> Wal
     walk = Walk(keep=keep, drop=drop)
     walk_dataset(dataset, walk)
     return walk
+
+
+# --------------------------------------------------------------------------------------------
+# Checking the stand-ins on a real sample
+# --------------------------------------------------------------------------------------------
+
+
+def signature(value: Any, depth: int = 0) -> object:
+    """What a sample is made of, for comparing two pipelines' outputs: each tensor's or array's
+    shape and dtype, each image's size and mode, the structure around them."""
+    if depth > MAX_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        return tuple((str(k), signature(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(signature(v, depth + 1) for v in value))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return ("array", tuple(shape), str(dtype))
+    if type(value).__module__.startswith("PIL"):
+        return ("image", getattr(value, "size", None), getattr(value, "mode", None))
+    return type(value).__name__
+
+
+def probe(dataset: Any) -> object | None:
+    """The signature of ``dataset[0]``, or None when the dataset cannot be indexed (an iterable
+    dataset) or its first sample fails."""
+    if _is_iterable_dataset(dataset) or not hasattr(dataset, "__getitem__"):
+        return None
+    try:
+        return signature(dataset[0])
+    except Exception:  # the script's own dataset: whatever it raises, there is nothing to compare
+        return None
+
+
+def _is_iterable_dataset(dataset: Any) -> bool:
+    return any(base.__name__ == "IterableDataset" for base in type(dataset).__mro__)
+
+
+def check_on_sample(dataset: Any, walk: Walk, before: object | None) -> str | None:
+    """After ``derandomize``: None when the stand-ins give the first sample the same make-up as
+    the original pipeline did (``before``); otherwise every replacement is undone and the reason
+    returned."""
+    if before is None or not walk.undo:
+        return None
+    after = probe(dataset)
+    if after == before:
+        return None
+    walk.restore()
+    if after is None:
+        return "with the stand-ins the first sample failed to load"
+    return f"the stand-ins changed the first sample ({_short(before)} -> {_short(after)})"
+
+
+def _short(sig: object) -> str:
+    text = str(sig)
+    return text if len(text) <= 160 else text[:157] + "..."

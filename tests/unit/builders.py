@@ -18,6 +18,7 @@ from fastload_cli.records import (
     RunStatus,
     RunSummary,
     StopReason,
+    Substitution,
     SystemSample,
 )
 
@@ -131,6 +132,7 @@ def run(
     end = batch_list[-1].wait_end_ns if batch_list else 0
     if mode == "synthetic":  # as the child does: batches after warm-up are replays
         batch_list = [dataclasses.replace(x, synthetic=i >= max(warmup, 1)) for i, x in enumerate(batch_list)]
+    replaced = (NO_AUG_SUBSTITUTION,) if mode == "no-aug" else ()  # as the child reports what it replaced
     return RunResult(
         spec=ModeSpec.parse(mode),
         status=status,
@@ -147,7 +149,16 @@ def run(
         batches=tuple(batch_list),
         host_samples=samples,
         schedstat=True,
+        substitutions=replaced,
     )
+
+
+NO_AUG_SUBSTITUTION = Substitution(
+    loader_id=1,
+    location="dataset.transform.transforms[1]",
+    original="ColorJitter(brightness=0.4)",
+    replacement="Identity()",
+)
 
 
 def summary(

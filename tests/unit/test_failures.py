@@ -3,8 +3,11 @@ where the main thread was), never on a guess."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer.failures import (
     SHM_HINT,
     TORCHRUN_HINT,
@@ -13,7 +16,9 @@ from fastload_cli.analyzer.failures import (
     killed_hint,
     timeout_hint,
 )
+from fastload_cli.records import UNDONE, RunResult, RunStatus, ScriptError, StopReason
 from fastload_cli.runner.stacks import main_thread_frames
+from tests.unit import builders as b
 
 KILLED = "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed."
 
@@ -100,3 +105,29 @@ def test_a_hang_in_the_loader_names_the_loader_and_elsewhere_names_the_line() ->
     elsewhere = timeout_hint(("/home/user/train.py:12 in slow_setup",))
     assert "train.py:12" in elsewhere and "DataLoader worker is stuck" not in elsewhere
     assert "could not be read" in timeout_hint(())
+
+
+def _real_and_no_aug(no_aug: RunResult) -> list[RunResult]:
+    real = b.batches([100] + [30] * 19, 10)
+    return [b.run("real", real, samples=b.host_samples(real[-1].wait_end_ns)), no_aug]
+
+
+def test_a_no_aug_run_whose_stand_ins_were_undone_measures_no_augmentation() -> None:
+    undone = dataclasses.replace(
+        b.NO_AUG_SUBSTITUTION, replacement=f"{UNDONE}: the stand-ins changed the first sample ((3, 32, 32) -> ...)"
+    )
+    batches = b.batches([100] + [12] * 19, 10)
+    run = dataclasses.replace(b.run("no-aug", batches), substitutions=(undone,))
+    analysis = analyze(_real_and_no_aug(run))
+    assert analysis.facts.no_aug is None  # the pipeline ran as written: no augmentation speedup from it
+    assert any("were undone" in c and "changed the first sample" in c for c in analysis.verdict.caveats)
+
+
+def test_a_no_aug_run_that_fails_with_stand_ins_in_place_blames_the_substitution() -> None:
+    batches = b.batches([100] + [12] * 4, 10)
+    failed = dataclasses.replace(
+        b.run("no-aug", batches, status=RunStatus.FAILED, stop=StopReason.SCRIPT_RAISED),
+        error=ScriptError(type_name="RuntimeError", message="stack expects each tensor to be equal size", traceback=""),
+    )
+    caveats = " ".join(analyze(_real_and_no_aug(failed)).verdict.caveats)
+    assert "fastload's substitution" in caveats and "ColorJitter" in caveats

@@ -9,7 +9,7 @@ from torch.utils.data import ConcatDataset, Dataset, Subset
 from torchvision import transforms as v1
 from torchvision.transforms import v2
 
-from fastload_cli.runner.transforms import Identity, derandomize, find_augmentations
+from fastload_cli.runner.transforms import Identity, check_on_sample, derandomize, find_augmentations, probe
 
 NONE: frozenset[str] = frozenset()
 
@@ -125,3 +125,52 @@ def test_finding_changes_nothing() -> None:
 def test_identity_passes_one_or_several_inputs_through() -> None:
     assert Identity()(3) == 3
     assert Identity()(1, 2) == (1, 2)
+
+
+class RandomResizedCropAndInterpolation:
+    """A library's random resized crop, as timm writes it: a ``size`` attribute, its own
+    interpolation setting ("random"), and images of any size in, ``size`` out."""
+
+    def __init__(self, size, scale=(0.08, 1.0), interpolation="random") -> None:
+        self.size = (size, size) if isinstance(size, int) else tuple(size)
+        self.scale, self.interpolation = scale, interpolation
+
+    def __call__(self, image):
+        return v1.RandomResizedCrop(self.size)(image)
+
+
+def test_a_librarys_random_resized_crop_becomes_a_crop_to_the_same_size() -> None:
+    # images of varied sizes: an identity stand-in would hand the collate differently sized tensors
+    dataset = Images(transform=v1.Compose([RandomResizedCropAndInterpolation(32), v1.ToTensor()]))
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandomResizedCropAndInterpolation"]
+    assert walk.found[0].guessed
+    assert {dataset[i][0].shape for i in range(4)} == {torch.Size([3, 32, 32])}
+
+
+class RandomShrink:
+    """A user transform whose name says it is random and which changes the shape: no ``size``
+    attribute tells fastload what a stand-in must keep."""
+
+    def __call__(self, image):
+        return image.resize((20, 20))
+
+
+def test_a_stand_in_that_changes_a_real_sample_is_undone_and_said() -> None:
+    shrink = RandomShrink()
+    dataset = Images(transform=v1.Compose([shrink, v1.ToTensor()]))
+    before = probe(dataset)
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandomShrink"]
+    why = check_on_sample(dataset, walk, before)
+    assert why is not None and "changed the first sample" in why and "20, 20" in why
+    assert dataset.transform.transforms[0] is shrink  # the original pipeline is back
+    assert dataset[1][0].shape == torch.Size([3, 20, 20])
+
+
+def test_stand_ins_that_keep_the_sample_are_kept() -> None:
+    dataset = Images(transform=v1.Compose([v1.Resize((24, 24)), v1.ColorJitter(0.4), v1.ToTensor()]))
+    before = probe(dataset)
+    walk = derandomize(dataset, NONE, NONE)
+    assert check_on_sample(dataset, walk, before) is None
+    assert isinstance(dataset.transform.transforms[1], Identity)
