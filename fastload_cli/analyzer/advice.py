@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.records import Bottleneck, FindingKind, Verdict
+from fastload_cli.records import Bottleneck, FindingKind, LoaderInfo, Verdict
 
 # The findings that say what the loading processes did.
 LOADER_ACTIVITY = (
@@ -47,3 +49,38 @@ def capped(gain: float | None, ceiling: float | None) -> float | None:
     if gain is None:
         return None
     return gain if ceiling is None else min(gain, ceiling)
+
+
+# How Hugging Face's TrainingArguments name the DataLoader's settings.
+_TRAINING_ARGUMENTS = {
+    "num_workers": "dataloader_num_workers",
+    "persistent_workers": "dataloader_persistent_workers",
+    "prefetch_factor": "dataloader_prefetch_factor",
+    "pin_memory": "dataloader_pin_memory",
+}
+_WHERE = {
+    "lightning": "  # in your LightningDataModule's train_dataloader()",
+    "pytorch_lightning": "  # in your LightningDataModule's train_dataloader()",
+    "accelerate": "  # the loader you pass to accelerator.prepare()",
+}
+
+
+def loader_change(loader: LoaderInfo | None, settings: Sequence[tuple[str, object]]) -> str:
+    """The loader settings as the user writes them: in ``DataLoader(...)``, or where the framework
+    that built the loader takes them (``TrainingArguments``, timm's ``create_loader`` and its
+    train.py flags)."""
+    framework = loader.framework if loader is not None else None
+    if framework == "transformers":
+        named = ", ".join(f"{_TRAINING_ARGUMENTS.get(k, k)}={v}" for k, v in settings)
+        return f"TrainingArguments(..., {named})"
+    written = ", ".join(f"{k}={v}" for k, v in settings)
+    if framework == "timm":
+        flags = [f"--workers {v}" for k, v in settings if k == "num_workers"]
+        flags += ["--pin-mem" for k, v in settings if k == "pin_memory" and v is True]
+        return f"create_loader(..., {written})" + (f"  # timm's train.py: {' '.join(flags)}" if flags else "")
+    return f"DataLoader(dataset, ..., {written}){_WHERE.get(framework or '', '')}"
+
+
+def variant_settings(variant: str | None) -> list[tuple[str, object]]:
+    """A sweep variant (``prefetch_factor=4,pin_memory=True``) as settings."""
+    return [(k, v) for k, _, v in (item.partition("=") for item in (variant or "").split(",") if item)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.advice import bounded, cited, input_bound
+from fastload_cli.analyzer.advice import bounded, cited, input_bound, loader_change
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.formatting import dims, pct, size
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, Verdict
@@ -21,7 +21,7 @@ def pin_memory(f: Facts, v: Verdict) -> Recommendation | None:
         detail=(
             f"The script trains on CUDA, and its batches{per_batch} come from pageable memory, so each copy to "
             "the GPU is staged and blocks the host. Change the loader and the copy to:\n"
-            "    DataLoader(dataset, ..., pin_memory=True)\n"
+            f"    {loader_change(loader, [('pin_memory', True)])}\n"
             "    images = images.cuda(non_blocking=True)"
         ),
         expected_speedup=None,

@@ -11,7 +11,16 @@ from collections.abc import Callable
 
 from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.advice import LOADER_ACTIVITY, bounded, capped, cited, input_bound, pipeline_bound
+from fastload_cli.analyzer.advice import (
+    LOADER_ACTIVITY,
+    bounded,
+    capped,
+    cited,
+    input_bound,
+    loader_change,
+    pipeline_bound,
+    variant_settings,
+)
 from fastload_cli.analyzer.device_rules import (
     augmentation_to_gpu,
     cache_in_ram,
@@ -33,14 +42,14 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         return None
     n, now = s.recommended_workers, s.current_workers
     extra = f", {s.recommended_variant.replace(',', ', ')}" if s.recommended_variant else ""
-    persistent = ", persistent_workers=True" if n > 0 else ""
-    snippet = f"DataLoader(dataset, ..., num_workers={n}{persistent}{extra})"
+    persistent = [("persistent_workers", True)] if n > 0 else []
+    snippet = loader_change(f.loader, [("num_workers", n), *persistent, *variant_settings(s.recommended_variant)])
     return Recommendation(
         id="increase-num-workers" if n > now else "reduce-num-workers",
         title=f"Use num_workers={n}{extra} (now {now})",
         detail=(
             f"{sweep.conclusion(s)} A sweep under the real training step measured it (noise ±{100 * s.noise:.0f}%, "
-            f"memory as process-tree RSS). {sweep.returns(s)} Change the loader to:\n    {snippet}"
+            f"memory as process-tree RSS). {sweep.returns(s)} Change it to:\n    {snippet}"
         ),
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,
@@ -69,11 +78,11 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     gain = target / workers if workers else _gain_from_moving_loading(real, target)
     if gain is None:
         return None
-    snippet = f"DataLoader(dataset, ..., num_workers={target}, persistent_workers=True)"
+    snippet = loader_change(f.loader, [("num_workers", target), ("persistent_workers", True)])
     return Recommendation(
         id="increase-num-workers",
         title=f"Use num_workers={target} (now {workers})",
-        detail=f"{capitalised(why)}. Change the loader to:\n    {snippet}\n"
+        detail=f"{capitalised(why)}. Change it to:\n    {snippet}\n"
         "The gain is an estimate (up to the speedup ceiling); `fastload sweep-workers` measures it.",
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
@@ -196,8 +205,8 @@ def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
         title=f"Load in the main process: num_workers=0 (now {loader.num_workers})",
         detail=(
             f"{capitalised(why)}. Each worker batch is pickled, passed through shared memory and "
-            "unpickled, which costs more than building it. Change the loader to:\n"
-            "    DataLoader(dataset, ..., num_workers=0)\n"
+            "unpickled, which costs more than building it. Change it to:\n"
+            f"    {loader_change(loader, [('num_workers', 0)])}\n"
             "`fastload sweep-workers` measures both settings under your training step."
         ),
         expected_speedup=None,
@@ -217,8 +226,8 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
         detail=(
             f"Starting the {f.loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
             f"{100 * startup / epoch_s:.0f}% of an epoch's {epoch_s:.1f} s of steps; without persistent workers "
-            "every epoch pays it again. Change the loader to:\n"
-            f"    DataLoader(dataset, ..., num_workers={f.loader.num_workers}, persistent_workers=True)"
+            "every epoch pays it again. Change it to:\n"
+            f"    {loader_change(f.loader, [('num_workers', f.loader.num_workers), ('persistent_workers', True)])}"
         ),
         # Not capped by the speedup ceiling: the steady-state runs it comes from leave start-up out.
         expected_speedup=(epoch_s + startup) / epoch_s,
@@ -248,8 +257,8 @@ def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
         title=f"Prefetch deeper: prefetch_factor={factor}",
         detail=(
             f"Waits are spiky (median {p50:.1f} ms, 90th percentile {p90:.1f} ms) while the workers are busy only "
-            f"{pct(busy)} of the time: they can keep more batches ready. Change the loader to:\n"
-            f"    DataLoader(dataset, ..., num_workers={loader.num_workers}, prefetch_factor={factor})\n"
+            f"{pct(busy)} of the time: they can keep more batches ready. Change it to:\n"
+            f"    {loader_change(loader, [('num_workers', loader.num_workers), ('prefetch_factor', factor)])}\n"
             "`fastload sweep-workers --prefetch-factor 2,4,8` measures it."
         ),
         expected_speedup=bounded(gain, v.speedup_ceiling),

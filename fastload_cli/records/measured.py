@@ -27,6 +27,7 @@ class LoaderInfo:
     multiprocessing_context: str | None
     augmentations: tuple[str, ...] = ()  # random transforms found in the dataset's pipelines
     original_num_workers: int | None = None  # set when a workers=N mode overrode it
+    framework: str | None = None  # the training framework that built or wrapped it ("transformers", "timm", ...)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -125,12 +125,12 @@ class Hooks:
             loader_id = next(hooks._loader_ids)
             original_workers = hooks.mode.before_init(bound.arguments, loader_id)
             original(*bound.args, **bound.kwargs)
-            hooks._after_init(loader, loader_id, original_workers)
+            hooks._after_init(loader, loader_id, original_workers, framework_on_stack(sys._getframe(1)))
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         return __init__
 
-    def _after_init(self, loader: Any, loader_id: int, original_workers: int | None) -> None:
+    def _after_init(self, loader: Any, loader_id: int, original_workers: int | None, framework: str | None) -> None:
         keep = frozenset(self.spec.keep_transforms)
         drop = frozenset(self.spec.drop_transforms)
         try:
@@ -158,6 +158,7 @@ class Hooks:
             multiprocessing_context=context.get_start_method() if context is not None else None,
             augmentations=[f.original for f in found],
             original_num_workers=original_workers,
+            framework=framework,
         )
 
     # -- DataLoader.__iter__ ---------------------------------------------------------------
@@ -383,3 +384,18 @@ def install(channel: Channel, spec: ChildSpec) -> Hooks:
     else:
         sys.meta_path.insert(0, PatchOnImport(hooks))
     return hooks
+
+
+# Training frameworks that build a DataLoader for the user, or wrap the user's, in the order that
+# decides which one the user configures it through: Hugging Face's Trainer builds its loader and
+# accelerate then wraps it, but the user sets it in TrainingArguments.
+FRAMEWORKS = ("transformers", "timm", "lightning", "pytorch_lightning", "accelerate")
+
+
+def framework_on_stack(frame: Any, depth: int = 40) -> str | None:
+    """The training framework among the callers that are constructing a DataLoader, or None."""
+    seen: set[str] = set()
+    while frame is not None and depth > 0:
+        seen.add(str(frame.f_globals.get("__name__", "")).split(".")[0])
+        frame, depth = frame.f_back, depth - 1
+    return next((name for name in FRAMEWORKS if name in seen), None)

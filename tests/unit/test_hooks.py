@@ -97,3 +97,22 @@ def test_a_huge_list_in_a_batch_is_not_walked_in_full() -> None:
     from fastload_cli.runner.batches import tensor_leaves
 
     assert [path for path, _ in tensor_leaves(batch)] == ["[0]"]
+
+
+def test_the_framework_that_builds_a_loader_is_found_on_the_stack() -> None:
+    import sys
+
+    from fastload_cli.runner.hooks import framework_on_stack
+
+    def called_from(*modules: str) -> str | None:
+        """framework_on_stack as seen from code in ``modules``, outermost first."""
+        call = "lambda: framework_on_stack(sys._getframe())"
+        inner = eval(call, {"framework_on_stack": framework_on_stack, "sys": sys, "__name__": "torch.utils.data"})
+        for name in reversed(modules):
+            inner = eval("lambda: f()", {"f": inner, "__name__": name})
+        return inner()
+
+    assert called_from("__main__", "transformers.trainer", "accelerate.data_loader") == "transformers"
+    assert called_from("__main__", "accelerate.accelerator") == "accelerate"
+    assert called_from("__main__", "timm.data.loader") == "timm"
+    assert called_from("__main__") is None

@@ -342,3 +342,21 @@ def test_an_estimated_gain_inside_the_runs_noise_is_not_listed() -> None:
     assert fire(rec.persistent_workers, small) is not None  # the rule fires; the gain is noise
     assert "persistent-workers" not in [r.id for r in rec.recommend(small, decide(small))]
     assert "persistent-workers" in [r.id for r in rec.recommend(large, decide(large))]
+
+
+@pytest.mark.parametrize(
+    ("framework", "expected"),
+    [
+        (None, "DataLoader(dataset, ..., num_workers=8, persistent_workers=True)"),
+        ("transformers", "TrainingArguments(..., dataloader_num_workers=8, dataloader_persistent_workers=True)"),
+        ("timm", "create_loader(..., num_workers=8, persistent_workers=True)  # timm's train.py: --workers 8"),
+        ("lightning", "DataLoader(dataset, ..., num_workers=8, persistent_workers=True)  # in your LightningDataModule"),
+        ("accelerate", "# the loader you pass to accelerator.prepare()"),
+    ],
+)
+def test_advice_names_the_setting_where_the_framework_takes_it(framework: str | None, expected: str) -> None:
+    io_bound = facts(wait=0.8, busy=0.1, system=0.2, loader={"framework": framework})
+    found = fire(rec.more_workers, io_bound)
+    assert found is not None and expected in found.detail
+    if framework == "transformers":
+        assert "DataLoader(" not in found.detail
