@@ -350,7 +350,7 @@ def test_an_estimated_gain_inside_the_runs_noise_is_not_listed() -> None:
         (None, "DataLoader(dataset, ..., num_workers=8, persistent_workers=True)"),
         ("transformers", "TrainingArguments(..., dataloader_num_workers=8, dataloader_persistent_workers=True)"),
         ("timm", "create_loader(..., num_workers=8, persistent_workers=True)  # timm's train.py: --workers 8"),
-        ("lightning", "DataLoader(dataset, ..., num_workers=8, persistent_workers=True)  # in your LightningDataModule"),
+        ("lightning", "num_workers=8, persistent_workers=True)  # in your LightningDataModule"),
         ("accelerate", "# the loader you pass to accelerator.prepare()"),
     ],
 )
