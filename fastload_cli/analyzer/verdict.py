@@ -58,8 +58,9 @@ def _broken_comparison(f: Facts) -> Finding | None:
     ceiling = f.ceiling
     if ceiling is None or ceiling >= 1 / (1 + f.ceiling_noise):
         return None
-    if not f.disturbed and ceiling >= th.CEILING_BROKEN:
-        return None  # slower beyond the spreads but not by much, on a quiet machine: read as compute-bound
+    rough = any(r is None or r.batches < th.MIN_STEADY_BATCHES for r in (f.real, f.synthetic))
+    if not f.disturbed and (ceiling >= th.CEILING_BROKEN or rough):
+        return None  # slower on a quiet machine, but not by much or on a few batches: read as compute-bound
     why = (
         "other processes took a large share of the CPU during a compared run, even after running it again"
         if f.disturbed
