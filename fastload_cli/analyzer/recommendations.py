@@ -188,7 +188,8 @@ def step_is_the_limit(f: Facts, v: Verdict) -> Recommendation | None:
             "Measured: a free input pipeline changes throughput by at most the ceiling. "
             f"What usually helps (not measured here): {hints}."
         ),
-        expected_speedup=1.0,  # input work gains nothing; a ceiling under 1 is noise, not a loss
+        # input work gains nothing; a ceiling under 1 is noise, never a loss to quote as measured
+        expected_speedup=1.0 if v.speedup_ceiling >= 1.0 else None,
         measured=True,
         evidence=cited(v, FindingKind.DATA_WAIT, FindingKind.CEILING, FindingKind.CEILING_UNEXPLAINED),
     )
