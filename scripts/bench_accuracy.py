@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "scripts" / "zoo"
 EXAMPLES = ROOT / "fastload_cli" / "examples"
+FRAMEWORKS = ROOT / "tests" / "scripts" / "frameworks"  # framework scripts; their extra must be installed
 HEDGED_CONFIDENCE = 0.5  # fastload's confidence for a verdict both signals leave in between
 
 
@@ -35,6 +36,7 @@ class Case:
     expected: str  # a bottleneck, or "hedged"
     recommendations: tuple[str, ...] = ()  # one of these ids must be among the recommendations
     gpu: bool = False
+    args: tuple[str, ...] = ()  # the script's own arguments ("{jpegs}": a folder of JPEGs made on first use)
 
 
 SWEPT_FEWER = ("reduce-num-workers", "workers-are-overhead")  # measured by the sweep, or estimated without one
@@ -48,6 +50,13 @@ CASES = (
     Case("in-memory-tensors", ZOO / "in_memory_tensors.py", "cpu", SWEPT_FEWER),
     Case("worker-startup", ZOO / "worker_startup.py", "io", ("persistent-workers",)),
     Case("borderline", ZOO / "borderline.py", "hedged"),
+    # Scripts in the frameworks' own idioms (tests/scripts/frameworks), each with a planted input cost:
+    # heavy augmentation under Lightning, RandAugment on JPEGs of varied sizes under timm, an FFT per
+    # sample behind accelerate, and FakeData images made and augmented beside a CNN on the same cores.
+    Case("lightning-augment", FRAMEWORKS / "lightning_train.py", "cpu"),
+    Case("timm-jpegs", FRAMEWORKS / "timm_train.py", "cpu", args=("{jpegs}", "--epochs", "20", "--model", "test_resnet")),
+    Case("accelerate-fft", FRAMEWORKS / "accelerate_train.py", "cpu", args=("--epochs", "20")),
+    Case("fakedata-contention", FRAMEWORKS / "imagenet_style.py", "cpu", args=("-j", "2", "-a", "tiny")),
     Case("gpu-transfer", ZOO / "gpu_transfer.py", "transfer", ("pin-memory",), gpu=True),
     Case("gpu-tiny-kernels", ZOO / "gpu_tiny_kernels.py", "host", gpu=True),
     Case("gpu-large-model", ZOO / "gpu_large_model.py", "compute", gpu=True),
@@ -56,7 +65,9 @@ CASES = (
 
 
 def diagnose(case: Case, options: list[str]) -> tuple[dict, float]:
+    script_args = [a.replace("{jpegs}", str(jpegs())) for a in case.args]
     command = [sys.executable, "-m", "fastload_cli", "diagnose", str(case.script), *options, "--json", "-"]
+    command += ["--", *script_args] if script_args else []
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
@@ -64,6 +75,17 @@ def diagnose(case: Case, options: list[str]) -> tuple[dict, float]:
         print(f"fastload exited {done.returncode} on {case.name}:\n{done.stderr[-2000:]}", file=sys.stderr)
         return {"failed": done.returncode, "verdict": {}, "recommendations": [], "runs": []}, wall
     return json.loads(done.stdout), wall
+
+
+def jpegs() -> Path:
+    """A folder of JPEGs of varied sizes, made once under ~/.cache/fastload-zoo."""
+    root = Path.home() / ".cache" / "fastload-zoo" / "jpegs-4x256"
+    if not (root / "train").is_dir():
+        sys.path.insert(0, str(FRAMEWORKS))
+        from make_jpegs import make
+
+        make(root, per_class=256, classes=4)
+    return root
 
 
 def got(report: dict) -> str:

@@ -13,6 +13,7 @@ import torchvision.transforms as transforms
 from torch import nn
 
 parser = argparse.ArgumentParser(description="ImageNet-style training on FakeData")
+parser.add_argument("-a", "--arch", default="cnn", choices=["cnn", "tiny"], help="model architecture")
 parser.add_argument("-j", "--workers", default=2, type=int, metavar="N", help="number of data loading workers")
 parser.add_argument("-b", "--batch-size", default=64, type=int, metavar="N")
 parser.add_argument("--epochs", default=1, type=int, metavar="N")
@@ -20,6 +21,18 @@ parser.add_argument("--lr", default=0.1, type=float)
 parser.add_argument("--image-size", default=64, type=int)
 parser.add_argument("--samples", default=4096, type=int)
 parser.add_argument("-p", "--print-freq", default=50, type=int)
+
+
+ARCHS = {
+    "cnn": lambda: nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(64, 1000),
+    ),
+    "tiny": lambda: nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 1000)
+    ),
+}  # fmt: skip
 
 
 def main():
@@ -41,11 +54,7 @@ def main():
     train_loader = torch.utils.data.DataLoader(
         train_dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, pin_memory=False
     )
-    model = nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(64, 1000),
-    )  # fmt: skip
+    model = ARCHS[args.arch]()
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), args.lr, momentum=0.9, weight_decay=1e-4)
     for epoch in range(args.epochs):
