@@ -54,7 +54,9 @@ CASES = (
     # heavy augmentation under Lightning, RandAugment on JPEGs of varied sizes under timm, an FFT per
     # sample behind accelerate, and FakeData images made and augmented beside a CNN on the same cores.
     Case("lightning-augment", FRAMEWORKS / "lightning_train.py", "cpu"),
-    Case("timm-jpegs", FRAMEWORKS / "timm_train.py", "cpu", args=("{jpegs}", "--epochs", "20", "--model", "test_resnet")),
+    Case(
+        "timm-jpegs", FRAMEWORKS / "timm_train.py", "cpu", args=("{jpegs}", "--epochs", "20", "--model", "test_resnet")
+    ),
     Case("accelerate-fft", FRAMEWORKS / "accelerate_train.py", "cpu", args=("--epochs", "20")),
     Case("fakedata-contention", FRAMEWORKS / "imagenet_style.py", "cpu", args=("-j", "2", "-a", "tiny")),
     Case("gpu-transfer", ZOO / "gpu_transfer.py", "transfer", ("pin-memory",), gpu=True),
