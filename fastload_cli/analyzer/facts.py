@@ -95,9 +95,9 @@ class Facts:
     def storage_evidence(self) -> str | None:
         """What shows the real run waiting on storage or latency, in words, or None.
 
-        Reads from storage, iowait, or a loop that waits for data while the loaders sleep and do not
-        slow the step. Loaders that sleep prove nothing alone: workers that keep up sleep because their
-        queue is full.
+        Reads from storage, iowait, or a loop that waits for data while the loaders sleep. Loaders
+        that sleep prove nothing alone: workers that keep up sleep because their queue is full, and
+        then the loop does not wait.
         """
         real = self.real
         if real is None:
@@ -107,7 +107,7 @@ class Facts:
             return f"the run read {rate / 1e6:.1f} MB/s from storage"
         if iowait is not None and iowait >= th.IOWAIT_NOTABLE:
             return f"{100 * iowait:.0f}% of CPU time was iowait"
-        if wait is not None and wait >= th.WAIT_INPUT_BOUND and not self.contended:
+        if wait is not None and wait >= th.WAIT_INPUT_BOUND:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
         return None
 

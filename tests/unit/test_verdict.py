@@ -437,3 +437,14 @@ def test_a_short_wait_alone_does_not_call_the_step_the_limit_when_workers_run_be
     # and a sweep that measured a much faster setting confirms the input pipeline without one
     swept_fast = dataclasses.replace(facts(b.summary(wait=0.05, busy=0.9)), sweep=swept(2.0))
     assert decide(swept_fast).bottleneck is Bottleneck.CPU
+
+
+def test_a_loop_that_waits_while_the_loaders_sleep_is_io_even_when_the_step_slowed() -> None:
+    # storage latency on a noisy 2-core machine: a 60% wait, sleeping workers, and a step that
+    # happened to run 1.4x slower than with free inputs; nothing here is the CPU's doing
+    latency = facts(
+        b.summary(wait=0.6, busy=0.1, system=0.4, compute_ms=14.0),
+        b.summary("synthetic", throughput=300.0, compute_ms=10.0),
+    )
+    assert latency.contended
+    assert decide(latency).bottleneck is Bottleneck.IO
