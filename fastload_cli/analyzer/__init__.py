@@ -230,7 +230,7 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     if run.status is not RunStatus.OK:
         what = (s.error or run.status.value).strip().splitlines()[0]
         kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
-        replaced = [x.original.split("(")[0] for x in run.substitutions if x.applied]
+        replaced = [x.transform for x in run.substitutions if x.applied]
         if run.status is RunStatus.TIMEOUT:
             hint: str | None = timeout_hint(run.stuck_at)
         elif run.spec.mode is Mode.NO_AUG and replaced:
@@ -243,9 +243,9 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
             f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "
             f"{run.requested_batches}); its numbers rest on fewer batches."
         )
-    undone = [x for x in run.substitutions if x.replacement.startswith(UNDONE)]
+    undone = [x for x in run.substitutions if x.undone]
     if undone:
-        names = ", ".join(dict.fromkeys(x.original.split("(")[0] for x in undone))
+        names = ", ".join(dict.fromkeys(x.transform for x in undone))
         why = undone[0].replacement.removeprefix(f"{UNDONE}: ")
         found.append(
             f"{s.mode}: fastload's stand-ins for {names} were undone: {why}. The pipeline ran as written, so this "

@@ -88,9 +88,19 @@ class Substitution:
     guessed: bool = False  # True: a user class judged random from its name
 
     @property
+    def undone(self) -> bool:
+        """Made, then undone: the stand-ins did not give a sample like the original."""
+        return self.replacement.startswith(UNDONE)
+
+    @property
     def applied(self) -> bool:
         """The replacement was in place while the run measured."""
-        return self.replacement != UNCHANGED and not self.replacement.startswith(UNDONE)
+        return self.replacement != UNCHANGED and not self.undone
+
+    @property
+    def transform(self) -> str:
+        """The replaced transform's name, without its arguments: ``ColorJitter``."""
+        return self.original.split("(")[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
