@@ -59,7 +59,10 @@ def check_runs(report: dict, modes: set[str]) -> None:
     caveats = " ".join(report["verdict"]["caveats"])
     assert "replayed no batch" not in caveats
     if "synthetic" in runs:  # the replay went through the framework's loader: a ceiling was read from it
-        assert report["verdict"]["speedup_ceiling"] is not None and report["verdict"]["speedup_ceiling"] >= 1.0
+        # Its value is a timing (about 1.0 on a compute-bound script, either side by noise); that a
+        # number was read, or the run was judged too disturbed to give one, is what the wiring decides.
+        broken = "comparison is broken" in caveats
+        assert report["verdict"]["speedup_ceiling"] is not None or broken
         assert runs["synthetic"]["data_wait_fraction"] < 0.05
 
 
