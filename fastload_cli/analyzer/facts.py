@@ -123,6 +123,14 @@ class Facts:
         )
 
     @property
+    def sweep_gain(self) -> float | None:
+        """How much faster than the script's own setting a sweep measured another, beyond the
+        noise, or None. Changing only the loader's settings, it bounds the input pipeline's cost
+        from below, whatever the comparison with free inputs resolved."""
+        found = self.sweep
+        return found.speedup if found is not None and found.significant and found.speedup is not None else None
+
+    @property
     def num_workers(self) -> int | None:
         return self.loader.num_workers if self.loader is not None else None
 

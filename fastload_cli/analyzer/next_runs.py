@@ -28,14 +28,19 @@ def why_skip(spec: ModeSpec, done: Sequence[RunResult], drop_transforms: tuple[s
 
 
 def why_not_sweep(analysis: Analysis) -> str | None:
-    """Why measuring num_workers settings would not help, or None when it may."""
-    if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
-        return NOT_INPUT_BOUND
+    """Why measuring num_workers settings would not help, or None when it may.
+
+    Workers that hand over batches cheaper to build than to hand over cost time by construction,
+    a cost the comparison with free inputs barely resolves on a busy machine: fewer workers are
+    measured whatever the verdict and however busy the cores are.
+    """
     facts = analysis.facts
     if facts.restarts_dominate:
         return "the workers' start-up every epoch is the limit, and more workers only start more of them"
     if facts.cheap_batches is not None:
-        return None  # fewer workers can help however busy the cores are
+        return None
+    if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
+        return NOT_INPUT_BOUND
     if facts.cores_saturated:
         assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None
         return f"the cores were {100 * facts.real.system_cpu_busy_fraction:.0f}% busy: more workers cannot help"

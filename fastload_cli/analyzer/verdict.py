@@ -92,6 +92,9 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         evidence.append(_contention_line(f))
     if f.sweep_confirms_input and not (wait_low and ceiling_low):
         return _input_bound(f, evidence, th.CONFIDENCE_STRONG, caveats, partly=False)
+    floor = _sweep_floor_line(f) if wait_low and ceiling_low else None
+    if floor is not None:  # both signals say compute, but the sweep measured a faster loader
+        return _input_bound(f, [*evidence, floor], _partly_confidence(f), caveats, partly=True)
     in_between = ceiling is not None and not ceiling_high and not ceiling_low
     if in_between and not wait_low and wait < th.WAIT_CLEARLY_INPUT:
         # The counterfactual was run and lands in between, and the loop waited less than a 1.5x
@@ -257,6 +260,23 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
             "that is the most any input-pipeline fix can give."
         )
     return [found(FindingKind.CEILING, sentence, speedup_ceiling=ceiling)]
+
+
+def _sweep_floor_line(f: Facts) -> Finding | None:
+    """A loader setting measured faster than the script's own beyond the noise and the line to
+    "partly input-bound", or None. Where the other signals read the step as the limit the
+    measurements disagree, and the one that changed only the loader says loading costs time."""
+    gain = f.sweep_gain
+    if f.sweep is None or gain is None or gain < th.CEILING_COMPUTE_BOUND:
+        return None
+    resolved = f" (the comparison with free inputs resolved {f.ceiling:.2f}x)" if f.ceiling is not None else ""
+    return found(
+        FindingKind.PARTLY,
+        f"num_workers={f.sweep.recommended_workers} ran {gain:.2f}x as fast as the script's own setting: the input "
+        f"pipeline costs at least that much{resolved}, though the loop rarely waits.",
+        sweep_speedup=gain,
+        speedup_ceiling=f.ceiling,
+    )
 
 
 def _contention_line(f: Facts) -> Finding:

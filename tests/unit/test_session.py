@@ -152,6 +152,16 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
     assert next_runs.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
     cheap = dataclasses.replace(base, loader=dataclasses.replace(b.loader(), dataset_type="TensorDataset"))
     assert next_runs.why_not_sweep(analysis(cheap)) is None  # fewer workers can
+    # ... even where the wait and the ceiling read the step as the limit: the handoff is a cost the
+    # comparison with free inputs barely resolves, and a workers=0 point measures it
+    compute = dataclasses.replace(
+        cheap, real=b.summary(wait=0.07, busy=0.05, system=0.97), synthetic=b.summary("synthetic", throughput=104.0)
+    )
+    assert decide(compute).bottleneck is Bottleneck.COMPUTE
+    then = next_runs.after_modes(analysis(compute), may_sweep=True, breakdown_asked=False)
+    assert then.sweep and then.min_workers == 0 and "Handing batches over" in then.why
+    plain = dataclasses.replace(compute, loader=b.loader())
+    assert not next_runs.after_modes(analysis(plain), may_sweep=True, breakdown_asked=False).sweep
     restarting = dataclasses.replace(
         base, real=b.summary(wait=0.3, busy=0.1, system=0.5), epoch_startup_s=(40.0, 42.0), startup_busy=0.0
     )
