@@ -25,9 +25,11 @@ EVERYTHING = {
     "reporters",
     "session",
     "examples",
+    "fixes",
 }
 CHILD_SIDE = {
     "records",
+    "fixes",
     "runner.child",
     "runner.hooks",
     "runner.modes",
@@ -59,6 +61,7 @@ ALLOWED: dict[str, set[str]] = {
     "reporters": {"records", "formatting"},
     "session": {"runner", "analyzer", "samplers", "records", "config", "errors"},
     "examples": set(),
+    "fixes": set(),  # the fixes library: users import it, and the child applies it
     "cli": EVERYTHING,
     "__main__": {"cli"},
     "": set(),  # the package's __init__
