@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fastload_cli.errors import FastloadError, ScriptNotFoundError
-from fastload_cli.records import ChildSpec, Mode, ModeSpec
+from fastload_cli.errors import FastloadError, ScriptNotFoundError, UsageError
+from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec
 
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
@@ -152,3 +152,19 @@ def parse_counts(option: str, text: str, *, minimum: int) -> tuple[int, ...]:
     if not values:
         raise FastloadError(f"{option} needs at least one value", f"for example {option} 2,4")
     return tuple(dict.fromkeys(values))
+
+
+def parse_fixes(texts: list[str]) -> tuple[FixSpec, ...]:
+    """``["persistent-workers", "prefetch-factor=4"]`` -> specs, without repeats; a UsageError
+    that lists the known fixes otherwise."""
+    if not texts:
+        raise UsageError("try needs at least one --fix", "for example: fastload try train.py --fix persistent-workers")
+    specs = []
+    for text in texts:
+        try:
+            specs.append(FixSpec.parse(text))
+        except ValueError as exc:
+            raise UsageError(f"--fix {exc}") from exc
+    if len({s.fix for s in specs}) < len(specs):
+        raise UsageError("--fix: each fix may be given once", "give one value per fix, e.g. --fix prefetch-factor=4")
+    return tuple(dict.fromkeys(specs))

@@ -229,18 +229,21 @@ class DecodedCache:
     augmentation included) runs on it at every access, as before. Items past the bound are read
     as usual. With DataLoader workers, ``fill()`` before the loader starts lets every worker share
     the cache (workers are forked with it); otherwise each worker caches its own items.
+    ``attribute=None`` keeps the dataset's whole items: only for datasets with nothing random in them.
     """
 
-    def __init__(self, dataset: Any, *, max_bytes: int | None = None, attribute: str = "transform") -> None:
-        owner = _owner_of(dataset, attribute)
-        if owner is None:
-            raise ValueError(
-                f"{type(dataset).__qualname__} has no '{attribute}' attribute (directly or through .dataset): "
-                "its decoding cannot be cached apart from its transform"
-            )
+    def __init__(self, dataset: Any, *, max_bytes: int | None = None, attribute: str | None = "transform") -> None:
         self.dataset, self.max_bytes = dataset, max_bytes
-        self.transform: Callable[[Any], Any] | None = getattr(owner, attribute)
-        setattr(owner, attribute, _Decoded)  # the dataset now returns the decoded sample, marked
+        self.transform: Callable[[Any], Any] | None = None
+        if attribute is not None:
+            owner = _owner_of(dataset, attribute)
+            if owner is None:
+                raise ValueError(
+                    f"{type(dataset).__qualname__} has no '{attribute}' attribute (directly or through .dataset): "
+                    "its decoding cannot be cached apart from its transform"
+                )
+            self.transform = getattr(owner, attribute)
+            setattr(owner, attribute, _Decoded)  # the dataset now returns the decoded sample, marked
         self._cache: dict[int, Any] = {}
         self.cached_bytes = 0
 
@@ -280,6 +283,10 @@ class DecodedCache:
     @property
     def cached(self) -> int:
         return len(self._cache)
+
+    def indices(self) -> list[int]:
+        """The indices whose decoded samples are in memory, in order."""
+        return sorted(self._cache)
 
 
 def _owner_of(dataset: Any, attribute: str) -> Any:

@@ -22,6 +22,7 @@ from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFail
 from fastload_cli.records import (
     Breakdown,
     Environment,
+    FixSpec,
     GpuDevice,
     Mode,
     ModeSpec,
@@ -51,6 +52,7 @@ class Outcome:
     interrupted: bool = False
     breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
     limits: sweep.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
+    fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
 
     def adding(self, run: RunResult, summary: RunSummary) -> Outcome:
         return replace(self, runs=(*self.runs, run), summaries=(*self.summaries, summary))
@@ -177,6 +179,8 @@ class DiagnoseRuns:
     breakdown: bool = False  # time each loading step even when the verdict is not cpu
 
     def execute(self, runner: ModeRunner) -> Outcome:
+        if any(spec.mode is Mode.CACHED for spec in self.modes):
+            runner = replace(runner, base=with_cache(runner.base))
         outcome = run_modes(runner, self.modes)
         if outcome.interrupted:
             return outcome
@@ -184,6 +188,11 @@ class DiagnoseRuns:
         then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
         if then.why:
             runner.on_note(None, then.why)
+        if then.cached:
+            runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
+            outcome = run_modes(replace(runner, base=with_cache(runner.base)), (ModeSpec(mode=Mode.CACHED),), outcome)
+            if outcome.interrupted:
+                return outcome
         if then.sweep and self.max_workers is not None:
             limits = replace(sweep_limits(self.max_workers), min_workers=then.min_workers)
             short = replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
@@ -212,6 +221,32 @@ class SweepRuns:
         for note in found.notes:
             runner.on_note(None, note)
         return run_variants(runner, found.specs, outcome) if found.specs else outcome
+
+
+@dataclass(frozen=True, slots=True)
+class TryRuns:
+    """``try``: the real run, then one run per fix that applies to its loader, then every fix
+    that applies at once; the analyzer says which apply (``next_runs.fix_runs``)."""
+
+    fixes: tuple[FixSpec, ...]
+
+    def execute(self, runner: ModeRunner) -> Outcome:
+        runner = replace(runner, base=with_cache(runner.base))
+        outcome = replace(run_modes(runner, (ModeSpec(mode=Mode.REAL),)), fixes=self.fixes)
+        if outcome.interrupted:
+            return outcome
+        planned = next_runs.fix_runs(self.fixes, outcome.runs)
+        for note in planned.notes:
+            runner.on_note(None, note)
+        return run_modes(runner, planned.specs, done=outcome)
+
+
+def with_cache(config: RunConfig) -> RunConfig:
+    """``config`` with what the cached mode (and the cache-decoded fix) may decode into memory:
+    the samples of every batch the run asks for, in at most a share of the memory free now."""
+    free = available_memory()
+    bound = int(free * th.RAM_CACHE_SHARE) if free is not None else 0
+    return config.with_child(cache_batches=config.requested_batches, cache_bytes=bound)
 
 
 def run_breakdown(runner: ModeRunner, done: Outcome) -> Outcome:

@@ -135,6 +135,9 @@ def gather_facts(
     if synthetic is not None and not replayed(synthetic[0]):
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
     no_aug = _first(runs, summaries, Mode.NO_AUG)
+    cached = _first(runs, summaries, Mode.CACHED)
+    if cached is not None and not any(s.applied for s in cached[0].substitutions):
+        cached = None  # no loader could be cached: it measured the real pipeline
     if no_aug is not None and not any(s.applied for s in no_aug[0].substitutions):
         no_aug = None  # nothing was replaced while it ran (undone, or impossible): it measured the real pipeline
     real_run = real[0] if real else None
@@ -143,6 +146,7 @@ def gather_facts(
         real=real[1] if real else None,
         synthetic=synthetic[1] if synthetic else None,
         no_aug=no_aug[1] if no_aug else None,
+        cached=cached[1] if cached else None,
         loader=primary_loader(real_run) if real_run else None,
         cpu_count=real_run.cpu_count if real_run else None,
         cuda_in_use=any(r.env.cuda_in_use for r in runs),

@@ -387,7 +387,20 @@ def summarize(run: RunResult) -> RunSummary:
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
         variant=run.spec.variant,
         loader_kernel_fraction=loader_kernel_fraction(run, window),
+        training_samples_per_s=training_throughput(run),
     )
+
+
+def training_throughput(run: RunResult) -> float | None:
+    """Samples per second from the end of warm-up to the last batch, everything between included
+    (each epoch's worker start-up, burst and drain, whatever the script does between epochs): the
+    rate training experiences, where the steady window measures the loop's steady state."""
+    batches = loader_batches(run)
+    if len(batches) <= run.warmup_batches + 1:
+        return None
+    start = batches[run.warmup_batches - 1].wait_end_ns if run.warmup_batches else batches[0].wait_end_ns
+    measured = batches[run.warmup_batches :] if run.warmup_batches else batches[1:]
+    return _per_s(sum(b.samples for b in measured), (measured[-1].wait_end_ns - start) / NS)
 
 
 # The window is cut into this many consecutive blocks to see how steady throughput was.

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import Analysis, current_workers, first_loader, sweep, sweep_limits_for, sweep_points
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.records import Bottleneck, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
+from fastload_cli.analyzer.trials import refusal
+from fastload_cli.records import Bottleneck, FixSpec, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
 NOT_INPUT_BOUND = "loading is not the limit"
 
@@ -55,15 +56,17 @@ class AfterModes:
     why: str  # the note that says why it sweeps, or why not ("" when nothing is worth saying)
     min_workers: int  # the sweep's climb starts here
     breakdown: bool  # time each loading step
+    cached: bool = False  # a run with every sample decoded into memory: what storage+decode cost
 
 
 def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -> AfterModes:
     """The sweep and the breakdown that follow ``diagnose``'s modes."""
     breakdown = breakdown_asked or analysis.verdict.bottleneck is Bottleneck.CPU
+    cached = worth_caching(analysis)
     why_not = why_not_sweep(analysis) if may_sweep else NOT_INPUT_BOUND
     if why_not is not None:
         note = "" if why_not == NOT_INPUT_BOUND else f"No num_workers sweep: {why_not}."
-        return AfterModes(sweep=False, why=note, min_workers=0, breakdown=breakdown)
+        return AfterModes(sweep=False, why=note, min_workers=0, breakdown=breakdown, cached=cached)
     facts = analysis.facts
     cheap = facts.cheap_batches is not None
     why = (
@@ -74,7 +77,23 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
     # Loading that waits on latency: fewer workers only put fewer reads in flight.
     io = analysis.verdict.bottleneck is Bottleneck.IO and not cheap
     start = (facts.num_workers or 0) if io else 0
-    return AfterModes(sweep=True, why=f"{why}: measuring num_workers settings.", min_workers=start, breakdown=breakdown)
+    return AfterModes(
+        sweep=True, why=f"{why}: measuring num_workers settings.", min_workers=start, breakdown=breakdown, cached=cached
+    )
+
+
+def worth_caching(analysis: Analysis) -> bool:
+    """Loading is the limit and its samples are read from a map-style dataset that is not already
+    in memory: a cached run measures what storage and decoding cost (and what RAM caching gives)."""
+    facts = analysis.facts
+    loader = facts.loader
+    return (
+        analysis.verdict.bottleneck in (Bottleneck.CPU, Bottleneck.IO)
+        and loader is not None
+        and not loader.iterable_dataset
+        and facts.cheap_batches is None
+        and facts.cached is None
+    )
 
 
 def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_batches: int) -> tuple[int, int]:
@@ -127,4 +146,23 @@ def variants(
         notes.append(
             "--pin-memory both: skipped, CUDA is not available (pinned memory only speeds up copies to a GPU)."
         )
+    return Variants(specs=tuple(specs), notes=tuple(notes))
+
+
+def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> Variants:
+    """``try``: a run per fix that applies to the measured loader, then all of those together;
+    a note per fix that does not, with the reason (it is reported, never measured)."""
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    loader = first_loader(done)
+    cuda = bool(real is not None and real.env.cuda_available)
+    applied, notes = [], []
+    for fix in fixes:
+        why = refusal(fixes, fix, loader, cuda)
+        if why is None:
+            applied.append(fix.text)
+        else:
+            notes.append(f"--fix {fix.text}: not measured, {why}.")
+    specs = [ModeSpec(mode=Mode.FIX, fixes=(text,)) for text in applied]
+    if len(applied) > 1:
+        specs.append(ModeSpec(mode=Mode.FIX, fixes=tuple(applied)))
     return Variants(specs=tuple(specs), notes=tuple(notes))

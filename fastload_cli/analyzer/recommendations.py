@@ -28,6 +28,7 @@ from fastload_cli.analyzer.device_rules import (
     resize_offline,
     uint8_transfer,
 )
+from fastload_cli.analyzer.facts import speedup
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
@@ -147,6 +148,7 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
     """IO-bound: move the data closer, or read it in fewer, larger pieces."""
     if v.bottleneck is not Bottleneck.IO or not pipeline_bound(f, v):
         return None
+    cached = speedup(f.cached, f.real)
     return Recommendation(
         id="faster-storage",
         title="Read from faster storage, or in fewer, larger reads",
@@ -154,9 +156,15 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
             "Loading waits on storage or network latency. Copy the dataset to local disk or a RAM "
             "disk (/dev/shm) before training, cache samples in RAM when the dataset fits, or pack "
             "small files into record files (WebDataset shards, LMDB) read sequentially."
+            + (
+                f" With every sample read and decoded into memory first (cached), training ran {cached:.2f}x as "
+                "fast (measured): storage that costs nothing gives that much."
+                if cached is not None
+                else ""
+            )
         ),
-        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
-        measured=False,
+        expected_speedup=cached if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling),
+        measured=cached is not None,
         evidence=cited(
             v,
             FindingKind.LOADERS_IDLE,

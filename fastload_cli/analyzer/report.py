@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Protocol
 
 import fastload_cli
-from fastload_cli.analyzer import analyze, sweep
+from fastload_cli.analyzer import analyze, sweep, trials
 from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
-from fastload_cli.records import Breakdown, Environment, Mode, Report, RunResult, RunSummary, Timeline
+from fastload_cli.records import Breakdown, Environment, FixSpec, Mode, Report, RunResult, RunSummary, Timeline
 
 
 class Measured(Protocol):
@@ -25,12 +25,15 @@ class Measured(Protocol):
     def breakdown(self) -> Breakdown | None: ...
     @property
     def limits(self) -> sweep.Limits | None: ...
+    @property
+    def fixes(self) -> tuple[FixSpec, ...]: ...
 
 
 def build_report(command: str, base: RunConfig, measured: Measured, environment: Environment) -> Report:
     """Analyse what was measured and assemble the report every output format renders."""
     analysis = analyze(measured.runs, measured.limits, measured.breakdown, summaries=measured.summaries)
     no_aug = next((r for r in measured.runs if r.spec.mode is Mode.NO_AUG), None)
+    facts = analysis.facts
     return Report(
         command=command,
         script=base.script_arg0,
@@ -48,6 +51,8 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
         batch=analysis.facts.batch,
         profile=next((r.profile for r in measured.runs if r.spec.mode is Mode.REAL and r.profile), None),
         timelines=tuple(timeline(run) for run in measured.runs),
+        fixes=trials.results(measured.fixes, measured.runs, measured.summaries) if measured.fixes else (),
+        split=trials.input_split(facts.real, facts.cached, facts.no_aug, facts.synthetic),
     )
 
 

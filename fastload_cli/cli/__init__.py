@@ -24,6 +24,7 @@ from fastload_cli.cli.options import (
     Debug,
     Drop,
     FailOn,
+    FixOption,
     HtmlPath,
     JsonPath,
     Keep,
@@ -210,6 +211,41 @@ def sweep_workers(
         pin_both = pin_memory is PinMemory.BOTH
         runs = SweepRuns(max_workers=max_workers, grid=grid, prefetch_factors=factors, pin_both=pin_both)
         run_command("sweep-workers", base, runs, out)
+
+
+@app.command("try")
+def try_fixes(
+    script: Script,
+    script_args: ScriptArgs = None,
+    fix: FixOption = [],  # noqa: B006 (typer reads the default; it is never mutated)
+    max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
+    warmup: Warmup = DEFAULT_WARMUP,
+    timeout: Timeout = DEFAULT_TIMEOUT_S,
+    json_path: JsonPath = None,
+    output: OutputTo = None,
+    trace: TracePath = None,
+    html: HtmlPath = None,
+    fail_on: FailOn = None,
+    max_data_wait: MaxDataWait = None,
+    min_throughput: MinThroughput = None,
+    baseline: Baseline = None,
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
+    show_output: ShowOutput = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    """Run SCRIPT as it is and with each --fix applied inside it (no code change): the measured gain
+    with its noise, the memory it costs, and the code change that makes it permanent."""
+    out = Output(quiet=quiet, debug=debug, show_output=show_output)
+    with error_boundary(out):
+        out = replace(out, paths=outputs(json_path, output, trace, html))
+        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+        from fastload_cli.config import parse_fixes
+        from fastload_cli.session import TryRuns
+
+        fixes = parse_fixes(fix)
+        base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        run_command("try", base, TryRuns(fixes), out)
 
 
 @app.command()

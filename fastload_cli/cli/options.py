@@ -43,7 +43,8 @@ Drop = Annotated[
 Modes = Annotated[
     str | None,
     typer.Option(
-        "--modes", help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, workers=N."
+        "--modes",
+        help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, cached, workers=N.",
     ),
 ]
 MaxWorkers = Annotated[
@@ -135,5 +136,15 @@ MaxRegression = Annotated[
         metavar="PERCENT",
         min=0,
         rich_help_panel=GATES,
+    ),
+]
+FixOption = Annotated[
+    list[str],
+    typer.Option(
+        "--fix",
+        help="A fix to apply and measure, repeatable: persistent-workers, prefetch-factor=N, pin-memory, workers=N, "
+        "thread-prefetch, cuda-prefetch, cache-decoded.",
+        metavar="NAME[=VALUE]",
+        show_default=False,
     ),
 ]

@@ -20,14 +20,69 @@ class Mode(enum.Enum):
     SYNTHETIC = "synthetic"
     NO_AUG = "no-aug"
     WORKERS = "workers"
+    # Each sample read and decoded once into memory before the first batch; the real transforms
+    # and collate run on the cached samples (indices mapped onto them): storage and decode are free.
+    CACHED = "cached"
+    # Fixes applied inside the child (``fastload try --fix``): ``fix:NAME``, or names joined by "+".
+    FIX = "fix"
     # Not a mode a user picks: the real pipeline, timed step by step on a sample of items at the
     # first iter(loader), after which the script ends. Its numbers are the report's breakdown.
     BREAKDOWN = "breakdown"
 
     @property
     def selectable(self) -> bool:
-        """A mode a command line may name in --modes."""
-        return self is not Mode.BREAKDOWN
+        """A mode a command line may name in --modes (fixes are asked for with ``try --fix``)."""
+        return self not in (Mode.BREAKDOWN, Mode.FIX)
+
+
+class Fix(enum.Enum):
+    """A fix ``fastload try`` applies inside the child; some take a value (``prefetch-factor=4``)."""
+
+    PERSISTENT_WORKERS = "persistent-workers"
+    PREFETCH_FACTOR = "prefetch-factor"
+    PIN_MEMORY = "pin-memory"
+    WORKERS = "workers"
+    THREAD_PREFETCH = "thread-prefetch"
+    CUDA_PREFETCH = "cuda-prefetch"
+    CACHE_DECODED = "cache-decoded"
+
+    @property
+    def takes_value(self) -> bool:
+        return self in (Fix.PREFETCH_FACTOR, Fix.WORKERS)
+
+    @property
+    def minimum(self) -> int:
+        """The smallest value it takes."""
+        return 1 if self is Fix.PREFETCH_FACTOR else 0
+
+
+@dataclass(frozen=True, slots=True)
+class FixSpec:
+    """One fix with its value: ``prefetch-factor=4`` -> (PREFETCH_FACTOR, 4)."""
+
+    fix: Fix
+    value: int | None = None
+
+    @property
+    def text(self) -> str:
+        return self.fix.value if self.value is None else f"{self.fix.value}={self.value}"
+
+    @classmethod
+    def parse(cls, text: str) -> FixSpec:
+        """``"persistent-workers"`` or ``"prefetch-factor=4"``; ValueError that says what is known."""
+        name, sep, arg = text.strip().partition("=")
+        try:
+            fix = Fix(name)
+        except ValueError:
+            known = ", ".join(f.value + ("=N" if f.takes_value else "") for f in Fix)
+            raise ValueError(f"unknown fix '{text}' (known: {known})") from None
+        if not fix.takes_value:
+            if sep:
+                raise ValueError(f"'{text}': {name} takes no value")
+            return cls(fix)
+        if not arg.isdigit() or int(arg) < fix.minimum:
+            raise ValueError(f"'{text}': {name}=N needs a whole number N >= {fix.minimum}")
+        return cls(fix, int(arg))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,13 +93,21 @@ class ModeSpec:
     workers: int | None = None
     prefetch_factor: int | None = None  # workers=N only: also override prefetch_factor
     pin_memory: bool | None = None  # workers=N only: also override pin_memory
+    fixes: tuple[str, ...] = ()  # fix only: the fixes applied together, as FixSpec texts
 
     @property
     def label(self) -> str:
-        """The report's ``mode``: ``real``, ``synthetic``, ``no-aug`` or ``workers=N``."""
+        """The report's ``mode``: ``real``, ``synthetic``, ``no-aug``, ``cached``, ``workers=N``
+        or ``fix:NAME`` (several fixes applied together: their names joined by ``+``)."""
         if self.mode is Mode.WORKERS:
             return f"workers={self.workers}"
+        if self.mode is Mode.FIX:
+            return "fix:" + "+".join(self.fixes)
         return self.mode.value
+
+    @property
+    def fix_specs(self) -> tuple[FixSpec, ...]:
+        return tuple(FixSpec.parse(text) for text in self.fixes)
 
     @property
     def variant(self) -> str | None:
@@ -86,6 +149,8 @@ class ChildSpec:
     keep_transforms: tuple[str, ...] = ()  # no-aug: class names never replaced
     drop_transforms: tuple[str, ...] = ()  # no-aug: class names always replaced
     breakdown_items: int = 0  # breakdown: samples timed step by step
+    cache_batches: int = 0  # cached / cache-decoded: batches' worth of samples decoded into memory
+    cache_bytes: int = 0  # ... and the memory they may take at most (0: no bound)
 
     def to_json(self) -> str:
         raw = asdict(self)
@@ -97,7 +162,7 @@ class ChildSpec:
         raw = json.loads(text)
         mode = raw.pop("mode")
         return cls(
-            mode=ModeSpec(**{**mode, "mode": Mode(mode["mode"])}),
+            mode=ModeSpec(**{**mode, "mode": Mode(mode["mode"]), "fixes": tuple(mode.get("fixes", ()))}),
             keep_transforms=tuple(raw.pop("keep_transforms")),
             drop_transforms=tuple(raw.pop("drop_transforms")),
             **raw,

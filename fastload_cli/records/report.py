@@ -57,6 +57,9 @@ class RunSummary:
     # throughput: how steady the run was (None when the window is too short to split).
     throughput_spread: float | None = None
     variant: str | None = None  # loader settings overridden besides num_workers (workers=N runs)
+    # From the end of warm-up to the last batch with every epoch's start-up included: the rate
+    # training experiences (``try`` compares fixes by it), where throughput_* is the steady state.
+    training_samples_per_s: float | None = None
     # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
     loader_kernel_fraction: float | None = None
 
@@ -205,6 +208,33 @@ class Timeline:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FixResult:
+    """One fix ``fastload try`` applied (or refused), and what it measured against the real run."""
+
+    name: str  # the fix as asked for (``prefetch-factor=4``), or a combination joined by "+"
+    speedup: float | None  # fix / real throughput
+    spread: float | None  # the relative difference the two runs cannot tell from noise
+    memory_bytes: int | None  # the fix run's process-tree memory minus the real run's
+    measured: bool  # a run with the fix applied measured it
+    applies: bool  # False: refused (or could not be applied inside the script), see reason
+    reason: str  # why it does not apply, or what the measurement says
+    code: str  # the change that makes it permanent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputSplit:
+    """The real run's time per batch, split by the runs that each removed one part of loading:
+    storage+decode (``cached``), augmentation (``no-aug``), and the rest (``synthetic``: the step
+    with free inputs). Each part is measured on its own; the residual is what they leave out."""
+
+    real_ms: float  # the real run's time per batch (1 / throughput)
+    storage_decode_ms: float | None  # real - cached
+    augmentation_ms: float | None  # real - no-aug
+    rest_ms: float | None  # synthetic: the step and whatever loading costs besides
+    residual_ms: float | None  # real - the three parts (None unless all three were measured)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     command: str
     script: str
@@ -222,4 +252,6 @@ class Report:
     batch: BatchInfo | None = None  # the training loader's first batch
     profile: Profile | None = None  # py-spy: the loading processes' top functions (--py-spy)
     timelines: tuple[Timeline, ...] = ()  # each run over time (left out of the JSON unless asked for)
+    fixes: tuple[FixResult, ...] = ()  # ``try``: each fix (and their combination) measured or refused
+    split: InputSplit | None = None  # where the real run's time per batch goes, when cached ran
     schema: str = SCHEMA

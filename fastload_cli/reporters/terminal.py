@@ -30,6 +30,8 @@ from fastload_cli.records import (
     BatchInfo,
     Bottleneck,
     Breakdown,
+    FixResult,
+    InputSplit,
     Profile,
     Recommendation,
     Report,
@@ -65,7 +67,7 @@ def render(report: Report) -> RenderableType:
 
 
 def _modes(report: Report) -> list[RenderableType]:
-    modes = tuple(r for r in report.runs if not r.mode.startswith("workers="))
+    modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
     return [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
 
 
@@ -75,6 +77,14 @@ def _reading(report: Report) -> list[RenderableType]:
 
 def _sweep_section(report: Report) -> list[RenderableType]:
     return _sweep(report.sweep, report.runs) if report.sweep is not None else []
+
+
+def _fixes_section(report: Report) -> list[RenderableType]:
+    return _section("Fixes tried", [_fix(f) for f in report.fixes])
+
+
+def _split_section(report: Report) -> list[RenderableType]:
+    return _split(report.split) if report.split is not None else []
 
 
 def _breakdown_section(report: Report) -> list[RenderableType]:
@@ -111,6 +121,8 @@ SECTIONS: dict[str, Section] = {
     "modes": _modes,
     "reading": _reading,
     "sweep": _sweep_section,
+    "fixes": _fixes_section,
+    "split": _split_section,
     "breakdown": _breakdown_section,
     "profile": _profile_section,
     "batch": _batch_section,
@@ -241,6 +253,37 @@ def _breakdown(found: Breakdown) -> list[RenderableType]:
         style="dim",
     )
     return [Text(""), Text(title, style="bold underline"), Padding(table, (0, 0, 0, 2)), Padding(note, (0, 0, 0, 2))]
+
+
+def _fix(f: FixResult) -> RenderableType:
+    if not f.applies:
+        head = Text.assemble((f.name, "bold"), ("  not applied: ", "dim"), f.reason)
+    elif f.speedup is None:
+        head = Text.assemble((f.name, "bold"), ("  not measured: ", "dim"), f.reason)
+    else:
+        memory = (
+            f", {size(abs(f.memory_bytes))} {'more' if f.memory_bytes > 0 else 'less'} memory" if f.memory_bytes else ""
+        )
+        head = Text.assemble((f.name, "bold"), f"  {f.reason}{memory}")
+    return Group(head, Padding(Text(f.code, style="dim"), (0, 0, 0, 3)))
+
+
+def _split(found: InputSplit) -> list[RenderableType]:
+    """Where the real run's time per batch goes, each part from the run that removed it."""
+    parts = (
+        ("storage + decode", found.storage_decode_ms, "real - cached"),
+        ("augmentation", found.augmentation_ms, "real - no-aug"),
+        ("the rest", found.rest_ms, "synthetic: the step with free inputs"),
+        ("not accounted", found.residual_ms, "real - the three parts"),
+    )
+    table = Table(box=box.SIMPLE, show_header=True, pad_edge=False)
+    for name in ("part", "ms per batch", "share", "measured as"):
+        table.add_column(name, justify="right" if name in ("ms per batch", "share") else "left")
+    for name, value, how in parts:
+        if value is not None:
+            table.add_row(name, ms(value), pct(value / found.real_ms), how)
+    table.add_row("real run", ms(found.real_ms), "100%", "1 / throughput", style="bold")
+    return [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
 
 
 def _profile(profile: Profile) -> list[RenderableType]:

@@ -36,9 +36,10 @@ from typing import Any
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind
 from fastload_cli.runner import transforms
+from fastload_cli.runner.actuators import actuator
 from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, safe_len
 from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce, actuator
+from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 

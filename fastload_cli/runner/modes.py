@@ -1,4 +1,5 @@
-"""Inside the child: what each mode changes, one actuator per mode, found through ``ACTUATORS``.
+"""Inside the child: what each mode changes, one actuator per mode, found through ``ACTUATORS``
+(``actuators.py`` adds the cached mode and the fixes, from ``fixing.py``).
 
 The sensor (``hooks.py``) calls the run's actuator at four points of a DataLoader's life:
 
@@ -8,7 +9,7 @@ The sensor (``hooks.py``) calls the run's actuator at four points of a DataLoade
 * ``next_batch``: the loop asks for a batch; the sensor's ``timed`` measures and reports it.
 
 The base ``Actuator`` changes nothing (the ``real`` mode). Adding a mode is one ``Mode`` member,
-one actuator here, one line in ``ACTUATORS``, and its analysis.
+one actuator here (or in ``fixing.py``), one line in ``ACTUATORS``, and its analysis.
 
 Only the stdlib (and torch, through the objects it patches) is used here.
 """
@@ -209,12 +210,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.NO_AUG: NoAugmentation,
     Mode.SYNTHETIC: SyntheticReplay,
     Mode.BREAKDOWN: BreakdownRun,
-}
-
-
-def actuator(spec: ChildSpec, channel: Channel, timed: Timed) -> Actuator:
-    """The run's mode, ready to be called at the sensor's hook points."""
-    return ACTUATORS[spec.mode.mode](spec=spec, channel=channel, timed=timed)
+}  # with the cached mode and the fixes: ``actuators.ACTUATORS``
 
 
 class ReplayIterator:

@@ -11,6 +11,7 @@ from fastload_cli.records import (
     HostSample,
     IteratorInfo,
     LoaderInfo,
+    Mode,
     ModeSpec,
     ProcRole,
     ProcSample,
@@ -117,6 +118,16 @@ def host_samples(
     return tuple(out)
 
 
+CACHED_SUBSTITUTION = Substitution(
+    loader_id=1, location="decoded-sample cache", original="ImageFolder", replacement="cached in memory"
+)
+
+
+def fix_spec(label: str) -> ModeSpec:
+    """``fix:a+b`` as the ModeSpec that ``try`` runs."""
+    return ModeSpec(mode=Mode.FIX, fixes=tuple(label.removeprefix("fix:").split("+")))
+
+
 def run(
     mode: str = "real",
     batch_list: Sequence[BatchRecord] = (),
@@ -133,8 +144,9 @@ def run(
     if mode == "synthetic":  # as the child does: batches after warm-up are replays
         batch_list = [dataclasses.replace(x, synthetic=i >= max(warmup, 1)) for i, x in enumerate(batch_list)]
     replaced = (NO_AUG_SUBSTITUTION,) if mode == "no-aug" else ()  # as the child reports what it replaced
+    replaced = (CACHED_SUBSTITUTION,) if mode == "cached" else replaced
     return RunResult(
-        spec=ModeSpec.parse(mode),
+        spec=fix_spec(mode) if mode.startswith("fix:") else ModeSpec.parse(mode),
         status=status,
         stop_reason=stop,
         requested_batches=requested if requested is not None else len(batch_list),

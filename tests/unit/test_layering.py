@@ -38,6 +38,8 @@ CHILD_SIDE = {
     "runner.transforms",
     "runner.breakdown",
     "runner.stacks",
+    "runner.fixing",
+    "runner.actuators",
 }
 
 # module (or component) -> fastload components it may import
@@ -55,6 +57,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner.transforms": CHILD_SIDE,
     "runner.breakdown": CHILD_SIDE,
     "runner.stacks": CHILD_SIDE,
+    "runner.fixing": CHILD_SIDE,
+    "runner.actuators": CHILD_SIDE,
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
     "analyzer": {"records", "config", "formatting"},

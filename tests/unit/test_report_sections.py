@@ -24,6 +24,7 @@ from fastload_cli.records import (
     Breakdown,
     BreakdownStep,
     Environment,
+    FixSpec,
     Profile,
     ProfileEntry,
     Report,
@@ -96,9 +97,12 @@ def full_report() -> Report:
     no_aug = dataclasses.replace(
         b.run("no-aug", b.batches([100] + [14] * 29, 10), loaders=[aug]), substitutions=(swap,)
     )
-    runs = (real, synthetic, no_aug, setting(0, 60.0), setting(4, 20.0), setting(8, 20.0))
+    cached = b.run("cached", b.batches([100] + [22] * 29, 10), loaders=[aug])
+    fixes = (b.run("fix:thread-prefetch", b.batches([100] + [26] * 29, 10)),)
+    runs = (real, synthetic, no_aug, cached, setting(0, 60.0), setting(4, 20.0), setting(8, 20.0), *fixes)
     summaries = tuple(summarize(run) for run in runs)
-    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=sweep.Limits(refine=0))
+    asked = (FixSpec.parse("thread-prefetch"), FixSpec.parse("pin-memory"))
+    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=sweep.Limits(refine=0), fixes=asked)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
     return build_report("synthetic-compare", base, outcome, ENV)
 

@@ -1,0 +1,192 @@
+"""Fixes measured by running them, and where the real run's time per batch goes.
+
+``fastload try``: which fixes apply to the script's loader (and why the others do not), what each
+run with fixes applied measured against the real run, with the noise, the memory it cost and the
+code change that makes it permanent. With the ``cached`` mode beside ``real``, ``no-aug`` and
+``synthetic``: the time per batch split into storage+decode, augmentation and the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.advice import loader_change
+from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
+from fastload_cli.records import (
+    UNCHANGED,
+    Fix,
+    FixResult,
+    FixSpec,
+    InputSplit,
+    LoaderInfo,
+    Mode,
+    RunResult,
+    RunStatus,
+    RunSummary,
+)
+
+NO_CUDA = (
+    "CUDA is not available here (torch.cuda.is_available() is False): pinned memory and side streams only "
+    "speed up copies to a GPU"
+)
+LIBRARY = "from fastload_cli.fixes import "
+
+
+def refusal(fixes: Sequence[FixSpec], fix: FixSpec, loader: LoaderInfo | None, cuda: bool) -> str | None:
+    """Why ``fix`` cannot apply to ``loader`` (with the other ``fixes`` applied beside it), or None."""
+    if loader is None:
+        return "no DataLoader batch was measured"
+    workers = next((f.value for f in fixes if f.fix is Fix.WORKERS), None)
+    workers = loader.num_workers if workers is None else workers
+    match fix.fix:
+        case Fix.PERSISTENT_WORKERS if workers == 0:
+            return "num_workers=0: there are no workers to keep alive"
+        case Fix.PERSISTENT_WORKERS if loader.persistent_workers:
+            return "persistent_workers is already True"
+        case Fix.PREFETCH_FACTOR if workers == 0:
+            return "num_workers=0: prefetch_factor only applies to worker processes"
+        case Fix.PREFETCH_FACTOR if (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR) == fix.value:
+            return f"prefetch_factor is already {fix.value}"
+        case Fix.WORKERS if loader.num_workers == fix.value:
+            return f"num_workers is already {fix.value}"
+        case Fix.PIN_MEMORY | Fix.CUDA_PREFETCH if not cuda:
+            return NO_CUDA
+        case Fix.PIN_MEMORY if loader.pin_memory:
+            return "pin_memory is already True"
+        case Fix.CACHE_DECODED if loader.iterable_dataset:
+            return "an IterableDataset has no indices to cache decoded samples by"
+    return None
+
+
+def code(fixes: Sequence[FixSpec], loader: LoaderInfo | None) -> str:
+    """The change that makes ``fixes`` permanent, as the user writes it: the loader's settings in
+    one line, then each fix from ``fastload_cli.fixes``."""
+    settings = [(name, value) for fix in fixes for name, value in _settings(fix)]
+    lines = [loader_change(loader, settings)] if settings else []
+    wrappers = {
+        Fix.THREAD_PREFETCH: f"{LIBRARY}ThreadPrefetcher\nloader = ThreadPrefetcher(loader)",
+        Fix.CUDA_PREFETCH: f"{LIBRARY}CudaPrefetcher\nloader = CudaPrefetcher(loader)  # with pin_memory=True",
+        Fix.CACHE_DECODED: (
+            f"{LIBRARY}DecodedCache\ndataset = DecodedCache(dataset, max_bytes=...)\n"
+            "dataset.fill()  # before the DataLoader starts its workers, so they share it"
+        ),
+    }
+    lines += [wrappers[fix.fix] for fix in fixes if fix.fix in wrappers]
+    return "\n".join(lines)
+
+
+def _settings(fix: FixSpec) -> list[tuple[str, object]]:
+    found = {
+        Fix.PERSISTENT_WORKERS: ("persistent_workers", True),
+        Fix.PREFETCH_FACTOR: ("prefetch_factor", fix.value),
+        Fix.PIN_MEMORY: ("pin_memory", True),
+        Fix.WORKERS: ("num_workers", fix.value),
+    }.get(fix.fix)
+    return [found] if found is not None else []
+
+
+def results(
+    requested: Sequence[FixSpec], runs: Sequence[RunResult], summaries: Sequence[RunSummary]
+) -> tuple[FixResult, ...]:
+    """Each requested fix, refused or measured, then their combination when one ran."""
+    pairs = list(zip(runs, summaries, strict=True))
+    real = next(((r, s) for r, s in pairs if r.spec.mode is Mode.REAL), None)
+    if real is None:
+        return ()
+    loader = primary_loader(real[0])
+    cuda = bool(real[0].env.cuda_available)
+    found: list[FixResult] = []
+    for fix in requested:
+        why = refusal(requested, fix, loader, cuda)
+        if why is not None:
+            found.append(_refused(fix.text, why, code((fix,), loader)))
+    for run, summary in pairs:
+        if run.spec.mode is Mode.FIX:
+            changes = code(run.spec.fix_specs, loader)
+            found.append(_measured(run, summary, real[1], changes))
+    return tuple(found)
+
+
+def _refused(name: str, why: str, change: str) -> FixResult:
+    return FixResult(
+        name=name, speedup=None, spread=None, memory_bytes=None, measured=False, applies=False, reason=why, code=change
+    )
+
+
+def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str) -> FixResult:
+    name = "+".join(run.spec.fixes)
+    unchanged = _not_applied(run)
+    if unchanged is not None:
+        return _refused(name, unchanged, change)
+    if run.status is not RunStatus.OK or summary.training_samples_per_s is None:
+        why = summary.error or f"the run ended {run.status.value} before a steady window was measured"
+        return FixResult(
+            name=name,
+            speedup=None,
+            spread=None,
+            memory_bytes=None,
+            measured=False,
+            applies=True,
+            reason=why,
+            code=change,
+        )
+    base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
+    speedup = summary.training_samples_per_s / base if base else None
+    spread = max(th.SWEEP_NOISE_FLOOR, (summary.throughput_spread or 0.0) + (real.throughput_spread or 0.0))
+    memory = summary.rss_bytes - real.rss_bytes if summary.rss_bytes and real.rss_bytes else None
+    return FixResult(
+        name=name,
+        speedup=speedup,
+        spread=spread,
+        memory_bytes=memory,
+        measured=True,
+        applies=True,
+        reason=judge(speedup, spread),
+        code=change,
+    )
+
+
+def _not_applied(run: RunResult) -> str | None:
+    """What the child said it could not change on the training loader, or None."""
+    loader_id = primary_loader_id(run)
+    kept = [s for s in run.substitutions if s.loader_id == loader_id and s.replacement == UNCHANGED]
+    return "; ".join(s.original for s in kept) or None
+
+
+def judge(speedup: float | None, spread: float) -> str:
+    """A measured gain in words, against the noise of the two runs."""
+    if speedup is None:
+        return "the real run measured no throughput to compare with"
+    if abs(speedup - 1) <= spread:
+        return f"no measurable gain: {speedup:.2f}x is within the runs' noise (±{100 * spread:.0f}%)"
+    if speedup > 1:
+        return f"measured {speedup:.2f}x the real run's throughput (noise ±{100 * spread:.0f}%)"
+    return f"slower: {speedup:.2f}x the real run's throughput (noise ±{100 * spread:.0f}%); do not adopt it"
+
+
+def input_split(
+    real: RunSummary | None, cached: RunSummary | None, no_aug: RunSummary | None, synthetic: RunSummary | None
+) -> InputSplit | None:
+    """The real run's time per batch, split by the runs that removed one part each; None without
+    a cached run (or a real one) that measured throughput."""
+    real_ms, cached_ms = _batch_ms(real), _batch_ms(cached)
+    if real_ms is None or cached_ms is None:
+        return None
+    no_aug_ms, synthetic_ms = _batch_ms(no_aug), _batch_ms(synthetic)
+    storage = real_ms - cached_ms
+    augmentation = real_ms - no_aug_ms if no_aug_ms is not None else None
+    parts = (storage, augmentation, synthetic_ms)
+    residual = real_ms - sum(p for p in parts if p is not None) if None not in parts else None
+    return InputSplit(
+        real_ms=real_ms,
+        storage_decode_ms=storage,
+        augmentation_ms=augmentation,
+        rest_ms=synthetic_ms,
+        residual_ms=residual,
+    )
+
+
+def _batch_ms(summary: RunSummary | None) -> float | None:
+    rate = summary.throughput_batches_per_s if summary is not None else None
+    return 1000.0 / rate if rate else None

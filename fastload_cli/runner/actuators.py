@@ -1,0 +1,16 @@
+"""Inside the child: every mode's actuator, found by the run's mode."""
+
+from __future__ import annotations
+
+from fastload_cli.records import ChildSpec, Mode
+from fastload_cli.runner import modes
+from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.fixing import CachedInputs, FixesApplied
+from fastload_cli.runner.modes import Actuator, Timed
+
+ACTUATORS: dict[Mode, type[Actuator]] = {**modes.ACTUATORS, Mode.CACHED: CachedInputs, Mode.FIX: FixesApplied}
+
+
+def actuator(spec: ChildSpec, channel: Channel, timed: Timed) -> Actuator:
+    """The run's mode, ready to be called at the sensor's hook points."""
+    return ACTUATORS[spec.mode.mode](spec=spec, channel=channel, timed=timed)

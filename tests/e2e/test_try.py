@@ -1,0 +1,65 @@
+"""``fastload try`` and the ``cached`` mode on a real child: each fix is applied inside the
+unmodified script (the script sees it), refused ones are reported with the reason and never run,
+and the cached run splits a batch's time. No timing is asserted: the gains are benchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SCRIPTS, run_fastload
+
+pytestmark = pytest.mark.slow
+SCRIPT = str(SCRIPTS / "try_train.py")
+
+
+def test_try_applies_each_fix_inside_the_script_and_refuses_what_cannot_apply(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.jsonl"
+    fixes = ["--fix", "persistent-workers", "--fix", "cache-decoded", "--fix", "pin-memory", "--fix", "thread-prefetch"]
+    done = run_fastload(
+        "try", SCRIPT, *fixes, "--max-batches", "12", "--json", "-", "-q", "--", "--seen", str(seen), timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["command"] == "try"
+    combined = "fix:persistent-workers+cache-decoded+thread-prefetch"
+    modes = [r["mode"] for r in report["runs"]]
+    assert modes == ["real", "fix:persistent-workers", "fix:cache-decoded", "fix:thread-prefetch", combined]
+    assert all(r["status"] == "ok" and r["batches"] > 0 for r in report["runs"])
+    fixes_found = {f["name"]: f for f in report["fixes"]}
+    assert not fixes_found["pin-memory"]["applies"] and "CUDA is not available" in fixes_found["pin-memory"]["reason"]
+    for name in ("persistent-workers", "cache-decoded", "thread-prefetch", combined.removeprefix("fix:")):
+        fix = fixes_found[name]
+        assert fix["applies"] and fix["measured"] and fix["speedup"] is not None and fix["spread"] >= 0.05, name
+    assert "persistent_workers=True" in fixes_found["persistent-workers"]["code"]
+    # what the script saw of its own loader, one line per run (a run disturbed by other processes is
+    # made again): the real run first, then each fix in place, alone and together
+    lines = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert lines[0] == {"persistent_workers": False, "dataset": "Reads"}
+    seen_as = {(line["persistent_workers"], line["dataset"]) for line in lines}
+    assert seen_as == {(False, "Reads"), (True, "Reads"), (False, "CachedView"), (True, "CachedView")}
+
+
+def test_a_cached_run_splits_a_batchs_time(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.jsonl"
+    done = run_fastload(
+        "diagnose", SCRIPT, "--modes", "real,synthetic,no-aug,cached", "--max-batches", "12", "--json", "-", "-q",
+        "--", "--seen", str(seen), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic", "no-aug", "cached"]
+    split = report["split"]
+    assert split is not None and split["real_ms"] > 0
+    assert None not in (split["storage_decode_ms"], split["augmentation_ms"], split["rest_ms"], split["residual_ms"])
+    total = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"] + split["residual_ms"]
+    assert total == pytest.approx(split["real_ms"])  # the residual is what the three parts leave out
+
+
+def test_try_without_a_fix_or_with_an_unknown_one_is_a_usage_error() -> None:
+    done = run_fastload("try", SCRIPT, "--fix", "faster-disks", timeout=60)
+    assert done.returncode == 2 and "unknown fix 'faster-disks'" in done.stderr and "cache-decoded" in done.stderr
+    done = run_fastload("try", SCRIPT, timeout=60)
+    assert done.returncode == 2 and "at least one --fix" in done.stderr

@@ -1,0 +1,139 @@
+"""``fastload try``: which fixes apply, what a fix run measured against the real one, the code
+change, and the cached mode's split of a batch's time. Hand-built runs, hand-computed numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer import next_runs, trials
+from fastload_cli.analyzer.metrics import summarize, training_throughput
+from fastload_cli.config import parse_fixes
+from fastload_cli.errors import UsageError
+from fastload_cli.records import UNCHANGED, ChildSpec, Fix, FixSpec, Mode, ModeSpec, RunStatus, Substitution
+from tests.unit import builders as b
+
+F = FixSpec.parse
+
+
+def refused(
+    fix: str, *, workers: int = 2, cuda: bool = False, others: tuple[str, ...] = (), **loader: object
+) -> str | None:
+    info = dataclasses.replace(b.loader(num_workers=workers), **loader)
+    asked = tuple(F(x) for x in (fix, *others))
+    return trials.refusal(asked, asked[0], info, cuda)
+
+
+def test_a_fix_that_cannot_apply_to_the_loader_is_refused_with_the_reason() -> None:
+    assert refused("persistent-workers", workers=0) == "num_workers=0: there are no workers to keep alive"
+    assert refused("persistent-workers", persistent_workers=True) == "persistent_workers is already True"
+    assert refused("persistent-workers", workers=0, others=("workers=2",)) is None  # workers=2 comes with it
+    assert refused("prefetch-factor=4", workers=0) == "num_workers=0: prefetch_factor only applies to worker processes"
+    assert refused("prefetch-factor=2") == "prefetch_factor is already 2"
+    assert refused("workers=2") == "num_workers is already 2"
+    assert refused("pin-memory") == trials.NO_CUDA and refused("cuda-prefetch") == trials.NO_CUDA
+    assert refused("pin-memory", cuda=True, pin_memory=True) == "pin_memory is already True"
+    assert refused("pin-memory", cuda=True) is None and refused("cuda-prefetch", cuda=True) is None
+    assert refused("cache-decoded", iterable_dataset=True) is not None
+    assert refused("thread-prefetch", workers=0) is None and refused("cache-decoded") is None
+
+
+def test_fixes_parse_with_their_values_and_unknown_ones_list_the_known() -> None:
+    assert F("prefetch-factor=4") == FixSpec(Fix.PREFETCH_FACTOR, 4) and F("workers=0").value == 0
+    for bad, message in (
+        ("prefetch-factor=0", "N >= 1"),
+        ("workers", "N >= 0"),
+        ("pin-memory=1", "takes no value"),
+        ("faster", "known: persistent-workers, prefetch-factor=N"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            F(bad)
+    with pytest.raises(UsageError, match="each fix may be given once"):
+        parse_fixes(["prefetch-factor=2", "prefetch-factor=4"])
+    with pytest.raises(UsageError, match="at least one --fix"):
+        parse_fixes([])
+    spec = ModeSpec(mode=Mode.FIX, fixes=("persistent-workers", "prefetch-factor=4"))
+    assert spec.label == "fix:persistent-workers+prefetch-factor=4"
+    child = ChildSpec(mode=spec, cache_batches=55, cache_bytes=1 << 30)
+    assert ChildSpec.from_json(child.to_json()) == child
+
+
+def test_each_fix_that_applies_runs_alone_then_all_together() -> None:
+    real = b.run("real", b.batches([5.0] * 20, 10.0))
+    asked = (F("persistent-workers"), F("pin-memory"), F("thread-prefetch"))
+    planned = next_runs.fix_runs(asked, [real])
+    assert [s.label for s in planned.specs] == [
+        "fix:persistent-workers",
+        "fix:thread-prefetch",
+        "fix:persistent-workers+thread-prefetch",
+    ]
+    assert planned.notes == (f"--fix pin-memory: not measured, {trials.NO_CUDA}.",)
+    assert [s.label for s in next_runs.fix_runs(asked[1:2], [real]).specs] == []
+
+
+def measured(label: str, step_ms: float, **changes: object) -> tuple:
+    run = dataclasses.replace(b.run(label, b.batches([0.0] * 30, step_ms)), **changes)
+    return run, summarize(run)
+
+
+def test_a_fix_run_is_judged_against_the_real_run_and_its_noise() -> None:
+    real, real_summary = measured("real", 20.0)
+    faster, same, slower = (
+        measured("fix:thread-prefetch", 10.0),
+        measured("fix:workers=4", 19.6),
+        measured("fix:persistent-workers", 25.0),
+    )
+    broken = measured("fix:prefetch-factor=4", 20.0, substitutions=(
+        Substitution(loader_id=1, location="DataLoader(prefetch_factor=...)", original="num_workers=0: no workers",
+                     replacement=UNCHANGED),
+    ))  # fmt: skip
+    failed = measured("fix:cache-decoded", 20.0, status=RunStatus.FAILED, batches=())
+    runs = [real, *(r for r, _ in (faster, same, slower, broken, failed))]
+    summaries = [real_summary, *(s for _, s in (faster, same, slower, broken, failed))]
+    asked = tuple(F(x) for x in ("thread-prefetch", "workers=4", "persistent-workers", "prefetch-factor=4"))
+    found = {f.name: f for f in trials.results(asked, runs, summaries)}
+    assert found["thread-prefetch"].speedup == pytest.approx(2.0, rel=0.02) and found["thread-prefetch"].measured
+    assert found["thread-prefetch"].reason.startswith("measured 2.0")
+    assert found["workers=4"].reason.startswith("no measurable gain: 1.02x is within the runs' noise (±5%)")
+    assert found["persistent-workers"].reason.startswith("slower: 0.80x")
+    assert not found["prefetch-factor=4"].applies and found["prefetch-factor=4"].reason == "num_workers=0: no workers"
+    assert not found["cache-decoded"].measured and found["cache-decoded"].applies
+    assert (
+        found["thread-prefetch"].code
+        == "from fastload_cli.fixes import ThreadPrefetcher\nloader = ThreadPrefetcher(loader)"
+    )
+
+
+def test_the_code_change_puts_every_loader_setting_in_one_line_where_the_framework_takes_it() -> None:
+    fixes = (F("persistent-workers"), F("prefetch-factor=4"), F("cache-decoded"))
+    change = trials.code(fixes, b.loader())
+    assert change.splitlines()[0] == "DataLoader(dataset, ..., persistent_workers=True, prefetch_factor=4)"
+    assert "dataset = DecodedCache(dataset, max_bytes=...)" in change
+    hf = dataclasses.replace(b.loader(), framework="transformers")
+    assert trials.code(fixes[:1], hf) == "TrainingArguments(..., dataloader_persistent_workers=True)"
+
+
+def test_the_cached_run_splits_a_batchs_time_with_no_aug_and_synthetic() -> None:
+    per_batch = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "synthetic": 10.0}
+    found = {mode: b.summary(mode, throughput=32 * 1000 / ms) for mode, ms in per_batch.items()}
+    found = {m: dataclasses.replace(s, throughput_batches_per_s=1000 / per_batch[m]) for m, s in found.items()}
+    split = trials.input_split(found["real"], found["cached"], found["no-aug"], found["synthetic"])
+    assert split is not None
+    assert split.real_ms == pytest.approx(40.0)
+    assert split.storage_decode_ms == pytest.approx(10.0)  # real - cached
+    assert split.augmentation_ms == pytest.approx(15.0)  # real - no-aug
+    assert split.rest_ms == pytest.approx(10.0)  # synthetic
+    assert split.residual_ms == pytest.approx(5.0)
+    partial = trials.input_split(found["real"], found["cached"], None, found["synthetic"])
+    assert partial is not None and partial.augmentation_ms is None and partial.residual_ms is None
+    assert trials.input_split(found["real"], None, found["no-aug"], found["synthetic"]) is None
+
+
+def test_training_throughput_counts_every_epochs_start_up_after_warm_up() -> None:
+    first = b.batches([0.0] * 10, 10.0, iterator_id=1)  # 9 steps of 10 ms
+    second = b.batches([500.0] + [0.0] * 9, 10.0, iterator_id=2, start_ns=first[-1].wait_end_ns)  # a 500 ms start-up
+    run = b.run("real", first + second, warmup=2)
+    # after the warm-up batch at 10 ms: 18 batches of 32 samples until 90 + 500 + 90 ms
+    assert training_throughput(run) == pytest.approx(18 * 32 / 0.670, rel=1e-3)
+    assert summarize(run).throughput_samples_per_s > training_throughput(run)  # the steady window leaves it out
