@@ -198,8 +198,21 @@ class DiagnoseRuns:
             short = replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
             outcome = run_sweep(replace(runner, base=short), limits, done=outcome)
         if then.breakdown and not outcome.interrupted:
-            return run_breakdown(runner, outcome)
-        return outcome
+            outcome = run_breakdown(runner, outcome)
+        if outcome.interrupted:
+            return outcome
+        return verify(runner, outcome)
+
+
+def verify(runner: ModeRunner, done: Outcome) -> Outcome:
+    """A run with each applicable recommendation's fix in place, so its gain is measured."""
+    analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
+    specs = next_runs.verifications(analysis, done.runs)
+    if not specs:
+        return done
+    names = ", ".join(spec.label.removeprefix("fix:") for spec in specs)
+    runner.on_note(None, f"Verifying what fastload can apply itself: {names}.")
+    return run_modes(runner, specs, done=done)
 
 
 @dataclass(frozen=True, slots=True)

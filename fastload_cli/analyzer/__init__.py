@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import sweep
+from fastload_cli.analyzer import sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
@@ -61,6 +61,7 @@ def analyze(
     they were already computed (in the runs' order)."""
     summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
     facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
+    facts = replace(facts, tried=trials.results((), runs, summaries))
     sweep_caveats = facts.sweep.caveats if facts.sweep is not None else ()
     verdict = decide(facts, (*caveats(runs, summaries), *sweep_caveats))
     if facts.sweep is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.records import BatchInfo, Breakdown, LoaderInfo, RunSummary, SweepResult
+from fastload_cli.records import BatchInfo, Breakdown, FixResult, LoaderInfo, RunSummary, SweepResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +34,7 @@ class Facts:
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
     memory_available_bytes: int | None = None  # free memory when the real run started
+    tried: tuple[FixResult, ...] = ()  # runs with fixes applied, against the real run
 
     @property
     def ceiling(self) -> float | None:

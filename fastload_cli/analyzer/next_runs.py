@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import Analysis, current_workers, first_loader, sweep, sweep_limits_for, sweep_points
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.trials import refusal
+from fastload_cli.analyzer.trials import refusal, to_verify
 from fastload_cli.records import Bottleneck, FixSpec, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -166,3 +166,12 @@ def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> Variants:
     if len(applied) > 1:
         specs.append(ModeSpec(mode=Mode.FIX, fixes=tuple(applied)))
     return Variants(specs=tuple(specs), notes=tuple(notes))
+
+
+def verifications(analysis: Analysis, done: Sequence[RunResult]) -> tuple[ModeSpec, ...]:
+    """``diagnose``: a run with the fix applied for each recommendation fastload can apply itself."""
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    cuda = bool(real is not None and real.env.cuda_available)
+    ids = [rec.id for rec in analysis.recommendations if not rec.measured]
+    fixes = to_verify(analysis.verdict, ids, analysis.facts.loader, cuda, done)
+    return tuple(ModeSpec(mode=Mode.FIX, fixes=(fix.text,)) for fix in fixes)

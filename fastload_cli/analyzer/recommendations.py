@@ -8,8 +8,9 @@ order they are shown when their expected gains tie.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from fastload_cli.analyzer import sweep
+from fastload_cli.analyzer import sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import (
     LOADER_ACTIVITY,
@@ -297,9 +298,33 @@ RULES: tuple[Rule, ...] = (
 def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     """Every rule that fires: a num_workers setting a sweep measured first (a one-line change with a
     measured gain), then measured ones, then by expected gain."""
-    found = [rec for rule in RULES if (rec := rule(f, v)) is not None and not inside_noise(rec, f)]
+    found = [verified(rec, f) for rule in RULES if (rec := rule(f, v)) is not None]
+    found = [rec for rec in found if not inside_noise(rec, f)]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None else set()
-    return tuple(sorted(found, key=lambda r: (r.id not in swept, not r.measured, -(r.expected_speedup or 0.0))))
+    return tuple(sorted(found, key=lambda r: (r.id not in swept, no_gain(r, f), not r.measured, -_gain(r))))
+
+
+def _gain(rec: Recommendation) -> float:
+    return rec.expected_speedup or 0.0
+
+
+def no_gain(rec: Recommendation, f: Facts) -> bool:
+    """A run with the recommendation applied measured no gain beyond the noise: listed last."""
+    return rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise
+
+
+def verified(rec: Recommendation, f: Facts) -> Recommendation:
+    """``rec`` with the gain a run with its fix applied measured, when one ran (the cached run for
+    decoded-sample caching); as it was otherwise."""
+    if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
+        line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
+        return replace(rec, expected_speedup=cached, measured=True, detail=f"{rec.detail}\n{line}")
+    fix = trials.fix_for(rec.id, f.loader)
+    tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
+    if tried is None or tried.speedup is None:
+        return rec
+    line = f"Verified by a run with {tried.name} applied: {tried.reason}."
+    return replace(rec, expected_speedup=round(tried.speedup, 2), measured=True, detail=f"{rec.detail}\n{line}")
 
 
 def inside_noise(rec: Recommendation, f: Facts) -> bool:

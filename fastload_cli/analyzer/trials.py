@@ -15,6 +15,7 @@ from fastload_cli.analyzer.advice import loader_change
 from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
 from fastload_cli.records import (
     UNCHANGED,
+    Bottleneck,
     Fix,
     FixResult,
     FixSpec,
@@ -24,6 +25,7 @@ from fastload_cli.records import (
     RunResult,
     RunStatus,
     RunSummary,
+    Verdict,
 )
 
 NO_CUDA = (
@@ -31,6 +33,31 @@ NO_CUDA = (
     "speed up copies to a GPU"
 )
 LIBRARY = "from fastload_cli.fixes import "
+# Recommendations diagnose verifies by running their fix, at most this many (each is one more run).
+MAX_VERIFIED = 2
+
+
+def fix_for(recommendation_id: str, loader: LoaderInfo | None) -> FixSpec | None:
+    """The fix that applies a recommendation inside the script, when fastload can apply it."""
+    if recommendation_id == "persistent-workers":
+        return FixSpec(Fix.PERSISTENT_WORKERS)
+    if recommendation_id == "larger-prefetch-factor" and loader is not None:
+        return FixSpec(Fix.PREFETCH_FACTOR, 2 * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR))
+    if recommendation_id == "pin-memory":
+        return FixSpec(Fix.PIN_MEMORY)
+    return None
+
+
+def to_verify(
+    verdict: Verdict, recommendations: Sequence[str], loader: LoaderInfo | None, cuda: bool, done: Sequence[RunResult]
+) -> tuple[FixSpec, ...]:
+    """The fixes of an input-bound verdict's recommendations that no run has measured yet and that
+    apply to the loader, at most ``MAX_VERIFIED``."""
+    if verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO, Bottleneck.TRANSFER):
+        return ()
+    ran = {text for r in done if r.spec.mode is Mode.FIX for text in r.spec.fixes}
+    found = [fix for rid in recommendations if (fix := fix_for(rid, loader)) is not None and fix.text not in ran]
+    return tuple(f for f in found if refusal((f,), f, loader, cuda) is None)[:MAX_VERIFIED]
 
 
 def refusal(fixes: Sequence[FixSpec], fix: FixSpec, loader: LoaderInfo | None, cuda: bool) -> str | None:

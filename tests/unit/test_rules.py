@@ -9,8 +9,9 @@ import dataclasses
 import pytest
 
 from fastload_cli.analyzer import recommendations as rec
+from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, BreakdownStep, TensorLeaf
+from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, BreakdownStep, FixResult, FixSpec, TensorLeaf
 from tests.unit import builders as b
 
 GIB = 2**30
@@ -360,3 +361,27 @@ def test_advice_names_the_setting_where_the_framework_takes_it(framework: str | 
     assert found is not None and expected in found.detail
     if framework == "transformers":
         assert "DataLoader(" not in found.detail
+
+
+def tried(name: str, speedup: float) -> FixResult:
+    return FixResult(
+        name=name, speedup=speedup, spread=0.05, memory_bytes=None, measured=True, applies=True, reason="r", code=""
+    )
+
+
+def test_a_run_with_the_fix_applied_verifies_the_recommendation_and_one_without_gain_goes_last() -> None:
+    f = facts(busy=0.1, epoch_startup_s=(40.0, 42.0), startup_busy=0.05)
+    estimated = next(r for r in rec.recommend(f, decide(f)) if r.id == "persistent-workers")
+    assert not estimated.measured
+    verified = dataclasses.replace(f, tried=(tried("persistent-workers", 2.31),))
+    found = next(r for r in rec.recommend(verified, decide(verified)) if r.id == "persistent-workers")
+    assert found.measured and found.expected_speedup == pytest.approx(2.31)
+    assert "Verified by a run with persistent-workers applied" in found.detail
+    flat = dataclasses.replace(f, tried=(tried("persistent-workers", 1.01),))
+    ranked = rec.recommend(flat, decide(flat))
+    assert ranked[-1].id == "persistent-workers" and ranked[-1].measured  # measured, but no gain: last
+    planned = trials.to_verify(decide(f), ["persistent-workers"], f.loader, False, ())
+    assert planned == (FixSpec.parse("persistent-workers"),)
+    compute = decide(facts(wait=0.01, synthetic=b.summary("synthetic", throughput=101.0)))
+    assert compute.bottleneck is Bottleneck.COMPUTE
+    assert trials.to_verify(compute, ["persistent-workers"], f.loader, False, ()) == ()
