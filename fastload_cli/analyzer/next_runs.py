@@ -92,6 +92,7 @@ def worth_caching(analysis: Analysis) -> bool:
         and loader is not None
         and not loader.iterable_dataset
         and facts.cheap_batches is None
+        and not facts.restarts_dominate
         and facts.cached is None
     )
 
