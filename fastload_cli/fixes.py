@@ -244,6 +244,8 @@ class DecodedCache:
                 )
             self.transform = getattr(owner, attribute)
             setattr(owner, attribute, _Decoded)  # the dataset now returns the decoded sample, marked
+        self._restore = (owner, attribute) if attribute is not None else None
+        self.attribute = attribute
         self._cache: dict[int, Any] = {}
         self.cached_bytes = 0
 
@@ -283,6 +285,16 @@ class DecodedCache:
     @property
     def cached(self) -> int:
         return len(self._cache)
+
+    def release(self) -> Any:
+        """Give the dataset its transform back and drop the cache; returns the dataset."""
+        if self._restore is not None:
+            owner, attribute = self._restore
+            setattr(owner, attribute, self.transform)
+            self._restore = None
+        self._cache.clear()
+        self.cached_bytes = 0
+        return self.dataset
 
     def indices(self) -> list[int]:
         """The indices whose decoded samples are in memory, in order."""

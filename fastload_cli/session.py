@@ -177,6 +177,7 @@ class DiagnoseRuns:
     modes: Sequence[ModeSpec]
     max_workers: int | None
     breakdown: bool = False  # time each loading step even when the verdict is not cpu
+    follow_ups: bool = False  # the cached run and the runs that verify fixes, when loading is the limit
 
     def execute(self, runner: ModeRunner) -> Outcome:
         if any(spec.mode is Mode.CACHED for spec in self.modes):
@@ -188,7 +189,7 @@ class DiagnoseRuns:
         then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
         if then.why:
             runner.on_note(None, then.why)
-        if then.cached:
+        if then.cached and self.follow_ups:
             runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
             outcome = run_modes(replace(runner, base=with_cache(runner.base)), (ModeSpec(mode=Mode.CACHED),), outcome)
             if outcome.interrupted:
@@ -199,7 +200,7 @@ class DiagnoseRuns:
             outcome = run_sweep(replace(runner, base=short), limits, done=outcome)
         if then.breakdown and not outcome.interrupted:
             outcome = run_breakdown(runner, outcome)
-        if outcome.interrupted:
+        if outcome.interrupted or not self.follow_ups:
             return outcome
         return verify(runner, outcome)
 

@@ -149,7 +149,7 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
     """IO-bound: move the data closer, or read it in fewer, larger pieces."""
     if v.bottleneck is not Bottleneck.IO or not pipeline_bound(f, v):
         return None
-    cached = speedup(f.cached, f.real)
+    cached = capped(speedup(f.cached, f.real), v.speedup_ceiling)  # steady states, as the ceiling
     return Recommendation(
         id="faster-storage",
         title="Read from faster storage, or in fewer, larger reads",
@@ -158,8 +158,8 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
             "disk (/dev/shm) before training, cache samples in RAM when the dataset fits, or pack "
             "small files into record files (WebDataset shards, LMDB) read sequentially."
             + (
-                f" With every sample read and decoded into memory first (cached), training ran {cached:.2f}x as "
-                "fast (measured): storage that costs nothing gives that much."
+                f" With every sample read and decoded into memory first (cached), training ran "
+                f"{speedup(f.cached, f.real):.2f}x as fast (measured): storage that costs nothing gives that much."
                 if cached is not None
                 else ""
             )
@@ -318,7 +318,8 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     decoded-sample caching); as it was otherwise."""
     if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
         line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
-        return replace(rec, expected_speedup=cached, measured=True, detail=f"{rec.detail}\n{line}")
+        gain = capped(cached, f.ceiling)  # steady states, as the ceiling: never above it
+        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}")
     fix = trials.fix_for(rec.id, f.loader)
     tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
     if tried is None or tried.speedup is None:

@@ -134,7 +134,8 @@ def diagnose(
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None
-        run_command("diagnose", base, DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown), out)
+        runs = DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
+        run_command("diagnose", base, runs, out)
 
 
 @app.command("synthetic-compare")
@@ -289,7 +290,7 @@ def demo(
             )
         note(out, f"Example '{example.name}': {example.summary}.")
         base = make_config(example.filename, None, max_batches, warmup, timeout, None, None, cwd=example.path.parent)
-        run_command("diagnose", base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS), out)
+        run_command("diagnose", base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
 

@@ -62,14 +62,23 @@ def cache_view(dataset: Any, bound: int) -> tuple[CachedView | None, str]:
     its augmentation; the second value describes what is cached."""
     if dataset is None or safe_len(dataset) is None or not hasattr(type(dataset), "__getitem__"):
         return None, "an iterable dataset has no indices to cache samples by"
+    before = transforms.probe(dataset)  # the original pipeline's first sample
+    if before is None:
+        return None, "the dataset's first sample could not be read to check the cache against"
     bound_or_none = bound or None
     try:
-        return CachedView(DecodedCache(dataset, max_bytes=bound_or_none)), "decoded samples; transforms run on them"
+        cache = DecodedCache(dataset, max_bytes=bound_or_none)
+        what = "decoded samples; transforms run on them"
     except ValueError:
-        pass
-    if transforms.find_augmentations(dataset, frozenset(), frozenset()):
-        return None, "the dataset decodes and augments in one __getitem__: its decoded samples cannot be kept apart"
-    return CachedView(DecodedCache(dataset, max_bytes=bound_or_none, attribute=None)), "whole items (nothing random)"
+        if transforms.find_augmentations(dataset, frozenset(), frozenset()):
+            return None, "the dataset decodes and augments in one __getitem__: its decoded samples cannot be kept apart"
+        cache, what = DecodedCache(dataset, max_bytes=bound_or_none, attribute=None), "whole items (nothing random)"
+    after = transforms.probe(cache)
+    if after != before:  # the dataset does not apply its transform as the cache expects
+        cache.release()
+        return None, f"through the cache the first sample changed make-up ({str(before)[:60]} -> {str(after)[:60]})"
+    cache.release()  # the probe's sample is not kept: the cache fills at the first iter()
+    return CachedView(DecodedCache(dataset, max_bytes=bound_or_none, attribute=cache.attribute)), what
 
 
 @dataclass

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What `fastload try` measures for each fix on the zoo, and whether the cached mode's split adds up.
+
+    python scripts/bench_fixes.py [--repeats 3] [--out fixes.json]
+
+Runs each case's `fastload try SCRIPT --fix ... --json -` ``--repeats`` times and prints every
+fix's measured gain, its noise and the judgement; then `diagnose --modes real,synthetic,no-aug,cached`
+on the augmentation example, with the split of a batch's time and how far its three parts are from
+the real run's time per batch. Medians over the repeats; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = ROOT / "scripts" / "zoo"
+EXAMPLES = ROOT / "fastload_cli" / "examples"
+
+CASES = (
+    ("worker-startup", ZOO / "worker_startup.py", ("persistent-workers",)),
+    ("cold-reads", ZOO / "cold_reads.py", ("cache-decoded",)),
+    ("augmentation", EXAMPLES / "augmentation_heavy.py", ("cache-decoded",)),
+    ("augmentation", EXAMPLES / "augmentation_heavy.py", ("prefetch-factor=4", "thread-prefetch")),
+)
+
+
+def fastload(*args: str) -> dict:
+    command = [sys.executable, "-m", "fastload_cli", *args, "--json", "-", "-q"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def try_cases(repeats: int) -> list[dict]:
+    rows = []
+    for name, script, fixes in CASES:
+        found: dict[str, list[dict]] = {}
+        for _ in range(repeats):
+            report = fastload("try", str(script), *(a for fix in fixes for a in ("--fix", fix)))
+            for fix in report["fixes"]:
+                found.setdefault(fix["name"], []).append(fix)
+        for fix_name, results in found.items():
+            gains = [r["speedup"] for r in results if r["speedup"] is not None]
+            row = {
+                "case": name,
+                "fix": fix_name,
+                "speedups": gains,
+                "spreads": [r["spread"] for r in results],
+                "judgements": [r["reason"].split(":")[0].split(" 1.")[0] for r in results],
+                "median": statistics.median(gains) if gains else None,
+            }
+            rows.append(row)
+            print(f"{name:<16} {fix_name:<34} {', '.join(f'{g:.2f}x' for g in gains):<24} {row['judgements']}")
+    return rows
+
+
+def split_case(repeats: int) -> list[dict]:
+    rows = []
+    for _ in range(repeats):
+        report = fastload(
+            "diagnose", str(EXAMPLES / "augmentation_heavy.py"), "--modes", "real,synthetic,no-aug,cached"
+        )
+        split = report["split"]
+        parts = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"]
+        split["parts_vs_real"] = parts / split["real_ms"]
+        rows.append(split)
+        print(
+            f"split: real {split['real_ms']:.1f} ms = storage+decode {split['storage_decode_ms']:.1f} + augmentation "
+            f"{split['augmentation_ms']:.1f} + rest {split['rest_ms']:.1f} (parts {100 * split['parts_vs_real']:.0f}% "
+            "of the real step)"
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    rows = {"fixes": try_cases(args.repeats), "split": split_case(args.repeats)}
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
