@@ -196,15 +196,21 @@ def map_tensors(batch: Any, fn: Callable[[Any], Any]) -> Any:
     """``batch`` with ``fn`` applied to every tensor in it, through tuples, lists, named tuples and
     dicts; anything else is kept as it is."""
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(batch, torch.Tensor):
-        return fn(batch)
-    if isinstance(batch, dict):
-        return type(batch)({k: map_tensors(v, fn) for k, v in batch.items()})
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(map_tensors(v, fn) for v in batch))
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(map_tensors(v, fn) for v in batch)
-    return batch
+    return _map_leaves(batch, lambda x: torch is not None and isinstance(x, torch.Tensor), fn)
+
+
+def _map_leaves(value: Any, is_leaf: Callable[[Any], bool], fn: Callable[[Any], Any]) -> Any:
+    """``value`` with ``fn`` applied to each leaf ``is_leaf`` picks, through dicts, named tuples,
+    tuples and lists; anything else is kept as it is."""
+    if is_leaf(value):
+        return fn(value)
+    if isinstance(value, dict):
+        return type(value)({k: _map_leaves(v, is_leaf, fn) for k, v in value.items()})
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_map_leaves(v, is_leaf, fn) for v in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map_leaves(v, is_leaf, fn) for v in value)
+    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,15 +318,9 @@ def _owner_of(dataset: Any, attribute: str) -> Any:
 
 
 def _transformed(item: Any, transform: Callable[[Any], Any] | None) -> Any:
-    if isinstance(item, _Decoded):
-        return transform(item.value) if transform is not None else item.value
-    if isinstance(item, dict):
-        return type(item)({k: _transformed(v, transform) for k, v in item.items()})
-    if isinstance(item, tuple) and hasattr(item, "_fields"):
-        return type(item)(*(_transformed(v, transform) for v in item))
-    if isinstance(item, (tuple, list)):
-        return type(item)(_transformed(v, transform) for v in item)
-    return item
+    """The dataset's output with the transform run on the decoded sample it marked."""
+    apply = transform if transform is not None else (lambda value: value)
+    return _map_leaves(item, lambda x: isinstance(x, _Decoded), lambda marked: apply(marked.value))
 
 
 def sample_nbytes(item: Any) -> int:

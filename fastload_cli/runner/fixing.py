@@ -126,7 +126,7 @@ class FixesApplied(WorkersOverride):
     def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
         fixes, original = self.fixes, int(arguments.get("num_workers", 0))
         if Fix.WORKERS in fixes:
-            self._workers(arguments, loader_id, fixes[Fix.WORKERS] or 0)
+            self.set_workers(arguments, loader_id, fixes[Fix.WORKERS] or 0)
         workers = int(arguments.get("num_workers", 0))
         for fix, name, value in (
             (Fix.PERSISTENT_WORKERS, "persistent_workers", True),
@@ -142,15 +142,6 @@ class FixesApplied(WorkersOverride):
             self._cache = self._cache or CachedInputs(spec=self.spec, channel=self.channel, timed=self.timed)
             self._cache.cache_dataset(arguments, loader_id)
         return original if Fix.WORKERS in fixes else None
-
-    def _workers(self, arguments: dict[str, Any], loader_id: int, workers: int) -> None:
-        old = int(arguments.get("num_workers", 0))
-        arguments["num_workers"] = workers
-        if workers == 0:
-            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
-                if arguments.get(name, neutral) != neutral:
-                    self._set(arguments, loader_id, name, neutral)
-        self._report(loader_id, "num_workers", workers, old)
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Any) -> Any:
         if self._cache is not None:

@@ -103,17 +103,22 @@ class WorkersOverride(Actuator):
         if mode.workers is None:
             return None
         original = int(arguments.get("num_workers", 0))
-        arguments["num_workers"] = mode.workers
-        if mode.workers == 0:
-            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
-                if arguments.get(name, neutral) != neutral:
-                    self._set(arguments, loader_id, name, neutral)
-        elif mode.prefetch_factor is not None:
+        self.set_workers(arguments, loader_id, mode.workers)
+        if mode.workers > 0 and mode.prefetch_factor is not None:
             self._set(arguments, loader_id, "prefetch_factor", mode.prefetch_factor)
         if mode.pin_memory is not None:
             self._set(arguments, loader_id, "pin_memory", mode.pin_memory)
-        self._report(loader_id, "num_workers", mode.workers, original)
         return original
+
+    def set_workers(self, arguments: dict[str, Any], loader_id: int, workers: int) -> None:
+        """num_workers, and with none the settings that need workers set back to neutral."""
+        original = int(arguments.get("num_workers", 0))
+        arguments["num_workers"] = workers
+        if workers == 0:
+            for name, neutral in (("prefetch_factor", None), ("persistent_workers", False), ("timeout", 0)):
+                if arguments.get(name, neutral) != neutral:
+                    self._set(arguments, loader_id, name, neutral)
+        self._report(loader_id, "num_workers", workers, original)
 
     def _set(self, arguments: dict[str, Any], loader_id: int, name: str, value: object) -> None:
         old = arguments.get(name)
