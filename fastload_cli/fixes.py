@@ -251,7 +251,6 @@ class DecodedCache:
             self.transform = getattr(owner, attribute)
             setattr(owner, attribute, _Decoded)  # the dataset now returns the decoded sample, marked
         self._restore = (owner, attribute) if attribute is not None else None
-        self.attribute = attribute
         self._cache: dict[int, Any] = {}
         self.cached_bytes = 0
 

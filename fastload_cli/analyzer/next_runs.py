@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import Analysis, current_workers, first_loader, sweep, sweep_limits_for, sweep_points
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.trials import refusal, to_verify
+from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.records import Bottleneck, FixSpec, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -141,7 +141,7 @@ def variants(
         notes.append("--prefetch-factor: skipped, the best setting has no workers to prefetch.")
         factors = []
     specs = [ModeSpec(mode=Mode.WORKERS, workers=best, prefetch_factor=f) for f in factors]
-    if pin_both and any(r.env.cuda_available for r in runs):
+    if pin_both and cuda_available(runs):
         specs.append(ModeSpec(mode=Mode.WORKERS, workers=best, pin_memory=not loader.pin_memory))
     elif pin_both:
         notes.append(
@@ -153,9 +153,7 @@ def variants(
 def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> Variants:
     """``try``: a run per fix that applies to the measured loader, then all of those together;
     a note per fix that does not, with the reason (it is reported, never measured)."""
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    loader = first_loader(done)
-    cuda = bool(real is not None and real.env.cuda_available)
+    loader, cuda = first_loader(done), cuda_available(done)
     applied, notes = [], []
     for fix in fixes:
         why = refusal(fixes, fix, loader, cuda)
@@ -171,8 +169,7 @@ def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> Variants:
 
 def verifications(analysis: Analysis, done: Sequence[RunResult]) -> tuple[ModeSpec, ...]:
     """``diagnose``: a run with the fix applied for each recommendation fastload can apply itself."""
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    cuda = bool(real is not None and real.env.cuda_available)
+    cuda = cuda_available(done)
     ids = [rec.id for rec in analysis.recommendations if not rec.measured]
     fixes = to_verify(analysis.verdict, ids, analysis.facts.loader, cuda, done)
     return tuple(ModeSpec(mode=Mode.FIX, fixes=(fix.text,)) for fix in fixes)

@@ -37,6 +37,11 @@ LIBRARY = "from fastload_cli.fixes import "
 MAX_VERIFIED = 2
 
 
+def cuda_available(runs: Sequence[RunResult]) -> bool:
+    """CUDA was available to the script in any of ``runs`` (a property of the machine)."""
+    return any(r.env.cuda_available for r in runs)
+
+
 def fix_for(recommendation_id: str, loader: LoaderInfo | None) -> FixSpec | None:
     """The fix that applies a recommendation inside the script, when fastload can apply it."""
     if recommendation_id == "persistent-workers":
@@ -121,13 +126,12 @@ def results(
     real = next(((r, s) for r, s in pairs if r.spec.mode is Mode.REAL), None)
     if real is None:
         return ()
-    loader = primary_loader(real[0])
-    cuda = bool(real[0].env.cuda_available)
+    loader, cuda = primary_loader(real[0]), cuda_available(runs)
     found: list[FixResult] = []
     for fix in requested:
         why = refusal(requested, fix, loader, cuda)
         if why is not None:
-            found.append(_refused(fix.text, why, code((fix,), loader)))
+            found.append(_unmeasured(fix.text, why, code((fix,), loader)))
     for run, summary in pairs:
         if run.spec.mode is Mode.FIX:
             changes = code(run.spec.fix_specs, loader)
@@ -135,9 +139,17 @@ def results(
     return tuple(found)
 
 
-def _refused(name: str, why: str, change: str) -> FixResult:
+def _unmeasured(name: str, why: str, change: str, *, applies: bool = False) -> FixResult:
+    """A fix refused (or not applied inside the script), or applied in a run that measured nothing."""
     return FixResult(
-        name=name, speedup=None, spread=None, memory_bytes=None, measured=False, applies=False, reason=why, code=change
+        name=name,
+        speedup=None,
+        spread=None,
+        memory_bytes=None,
+        measured=False,
+        applies=applies,
+        reason=why,
+        code=change,
     )
 
 
@@ -145,19 +157,10 @@ def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str
     name = "+".join(run.spec.fixes)
     unchanged = _not_applied(run)
     if unchanged is not None:
-        return _refused(name, unchanged, change)
+        return _unmeasured(name, unchanged, change)
     if run.status is not RunStatus.OK or summary.training_samples_per_s is None:
         why = summary.error or f"the run ended {run.status.value} before a steady window was measured"
-        return FixResult(
-            name=name,
-            speedup=None,
-            spread=None,
-            memory_bytes=None,
-            measured=False,
-            applies=True,
-            reason=why,
-            code=change,
-        )
+        return _unmeasured(name, why, change, applies=True)
     base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
     speedup = summary.training_samples_per_s / base if base else None
     spread = max(th.SWEEP_NOISE_FLOOR, (summary.throughput_spread or 0.0) + (real.throughput_spread or 0.0))

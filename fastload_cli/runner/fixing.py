@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
@@ -73,12 +74,11 @@ def cache_view(dataset: Any, bound: int) -> tuple[CachedView | None, str]:
         if transforms.find_augmentations(dataset, frozenset(), frozenset()):
             return None, "the dataset decodes and augments in one __getitem__: its decoded samples cannot be kept apart"
         cache, what = DecodedCache(dataset, max_bytes=bound_or_none, attribute=None), "whole items (nothing random)"
-    after = transforms.probe(cache)
+    after = transforms.probe(cache)  # the first sample, through the cache (and kept there)
     if after != before:  # the dataset does not apply its transform as the cache expects
         cache.release()
         return None, f"through the cache the first sample changed make-up ({str(before)[:60]} -> {str(after)[:60]})"
-    cache.release()  # the probe's sample is not kept: the cache fills at the first iter()
-    return CachedView(DecodedCache(dataset, max_bytes=bound_or_none, attribute=cache.attribute)), what
+    return CachedView(cache), what
 
 
 @dataclass
@@ -119,8 +119,9 @@ class FixesApplied(WorkersOverride):
     _ahead: dict[int, Iterator[Any]] = field(default_factory=dict)  # iterator id -> its prefetcher
     _cache: CachedInputs | None = None
 
-    @property
+    @cached_property
     def fixes(self) -> dict[Fix, int | None]:
+        """The run's fixes, parsed once (``next_batch`` asks at every batch)."""
         return {f.fix: f.value for f in self.spec.mode.fix_specs}
 
     def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
