@@ -39,7 +39,9 @@ class Case:
     args: tuple[str, ...] = ()  # the script's own arguments ("{jpegs}": a folder of JPEGs made on first use)
 
 
-SWEPT_FEWER = ("reduce-num-workers", "workers-are-overhead")  # measured by the sweep, or estimated without one
+# Fewer workers (measured by the sweep, or estimated without one), or one indexing per batch: on this
+# case's TensorDataset both help, the second most (docs/benchmarks.md).
+IN_MEMORY_FIXES = ("reduce-num-workers", "workers-are-overhead", "index-whole-batches")
 
 CASES = (
     Case("augmentation-heavy", EXAMPLES / "augmentation_heavy.py", "cpu", ("reduce-augmentation-cost",)),
@@ -47,7 +49,7 @@ CASES = (
     Case("storage-latency", EXAMPLES / "storage_latency.py", "io", ("increase-num-workers",)),
     Case("cold-reads", ZOO / "cold_reads.py", "io"),
     Case("heavy-model", EXAMPLES / "heavy_model.py", "compute", ("step-is-the-limit",)),
-    Case("in-memory-tensors", ZOO / "in_memory_tensors.py", "cpu", SWEPT_FEWER),
+    Case("in-memory-tensors", ZOO / "in_memory_tensors.py", "cpu", IN_MEMORY_FIXES),
     Case("worker-startup", ZOO / "worker_startup.py", "io", ("persistent-workers",)),
     Case("borderline", ZOO / "borderline.py", "hedged"),
     # Scripts in the frameworks' own idioms (tests/scripts/frameworks), each with a planted input cost:

@@ -58,7 +58,7 @@ _TRAINING_ARGUMENTS = {
     "prefetch_factor": "dataloader_prefetch_factor",
     "pin_memory": "dataloader_pin_memory",
 }
-_WHERE = {
+WHERE = {
     "lightning": "  # in your LightningDataModule's train_dataloader()",
     "pytorch_lightning": "  # in your LightningDataModule's train_dataloader()",
     "accelerate": "  # the loader you pass to accelerator.prepare()",
@@ -78,7 +78,7 @@ def loader_change(loader: LoaderInfo | None, settings: Sequence[tuple[str, objec
         flags = [f"--workers {v}" for k, v in settings if k == "num_workers"]
         flags += ["--pin-mem" for k, v in settings if k == "pin_memory" and v is True]
         return f"create_loader(..., {written})" + (f"  # timm's train.py: {' '.join(flags)}" if flags else "")
-    return f"DataLoader(dataset, ..., {written}){_WHERE.get(framework or '', '')}"
+    return f"DataLoader(dataset, ..., {written}){WHERE.get(framework or '', '')}"
 
 
 def variant_settings(variant: str | None) -> list[tuple[str, object]]:

@@ -14,6 +14,7 @@ from fastload_cli.analyzer import sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import (
     LOADER_ACTIVITY,
+    WHERE,
     bounded,
     capped,
     cited,
@@ -225,6 +226,34 @@ def in_memory_without_workers(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
+def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
+    """A TensorDataset indexed a sample at a time: each batch is built by one lookup per sample and
+    a stack, where one indexing with the batch's indices gives the same batch. Whatever num_workers
+    the sweep chose, the per-sample work stays; this removes it."""
+    loader = f.loader
+    if loader is None or loader.dataset_type != "TensorDataset" or not input_bound(v) or not loader.batch_size:
+        return None
+    if loader.framework in ("transformers", "timm"):
+        return None  # the framework builds the loader; its own options decide how batches are drawn
+    sampler = f"BatchSampler(RandomSampler(dataset), batch_size={loader.batch_size}, drop_last=False)"
+    return Recommendation(
+        id="index-whole-batches",
+        title="Index whole batches of the in-memory tensors, not one sample at a time",
+        detail=(
+            f"The dataset is a TensorDataset: each batch of {loader.batch_size} is built by "
+            f"{loader.batch_size} separate lookups and a torch.stack, where indexing the tensors with the "
+            "batch's indices gives the same batch in one operation, in the main process. Change it to:\n"
+            f"    DataLoader(dataset, batch_size=None, sampler={sampler}, num_workers=0)"
+            f"{WHERE.get(loader.framework or '', '')}\n"
+            "(SequentialSampler in place of RandomSampler when the loader does not shuffle). The gain is "
+            "an estimate, up to the speedup ceiling."
+        ),
+        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
+        measured=False,
+        evidence=(f"Dataset type: TensorDataset; batch_size={loader.batch_size}.", *cited(v, FindingKind.CEILING)),
+    )
+
+
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
     """Workers restarted every epoch, at a measurable cost."""
     startup, epoch_s = f.startup_s, f.epoch_s
@@ -282,6 +311,7 @@ RULES: tuple[Rule, ...] = (
     cheaper_augmentation,
     more_workers,
     in_memory_without_workers,
+    whole_batches,
     cheaper_samples,
     augmentation_to_gpu,
     cache_in_ram,

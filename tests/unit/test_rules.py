@@ -91,6 +91,48 @@ def test_no_worker_advice_without_workers_or_for_costly_datasets() -> None:
     assert fire(rec.in_memory_without_workers, facts()) is None  # an ordinary dataset, nothing timed
 
 
+# -- index-whole-batches ------------------------------------------------------------------------
+
+
+def test_a_tensor_dataset_is_indexed_a_batch_at_a_time() -> None:
+    found = fire(rec.whole_batches, facts(loader={"dataset_type": "TensorDataset"}))
+    assert found is not None and found.id == "index-whole-batches"
+    assert "batch_size=None" in found.detail and "BatchSampler(RandomSampler(dataset), batch_size=32" in found.detail
+    assert not found.measured and found.expected_speedup == pytest.approx(3.0)  # the ceiling: 300 / 100
+
+
+def test_whole_batches_are_advised_after_a_sweep_that_found_no_better_setting() -> None:
+    from fastload_cli.records import SweepResult
+
+    no_gain = SweepResult(
+        points=(),
+        current_workers=2,
+        best_workers=0,
+        recommended_workers=2,
+        recommended_variant=None,
+        speedup=1.05,
+        noise=0.1,
+        significant=False,
+        memory_cost_bytes=None,
+        diminishing_at=None,
+        reason="",
+        stopped=None,
+    )
+    f = facts(busy=0.1, loader={"dataset_type": "TensorDataset"}, sweep=no_gain)
+    v = decide(f)
+    assert v.bottleneck is Bottleneck.CPU
+    assert "index-whole-batches" in [r.id for r in rec.recommend(f, v)]  # an input-bound verdict says what to do
+
+
+def test_no_whole_batch_advice_for_other_datasets_the_step_or_a_framework_loader() -> None:
+    assert fire(rec.whole_batches, facts()) is None
+    tensors = {"dataset_type": "TensorDataset"}
+    compute = facts(wait=0.01, loader=tensors, synthetic=b.summary("synthetic", throughput=101.0))
+    assert decide(compute).bottleneck is not Bottleneck.CPU and fire(rec.whole_batches, compute) is None
+    built = facts(loader={**tensors, "framework": "transformers"})
+    assert fire(rec.whole_batches, built) is None
+
+
 # -- persistent-workers -------------------------------------------------------------------------
 
 
