@@ -35,6 +35,45 @@ DIAGNOSE_MODES = (
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Launcher:
+    """A data-parallel job: started with ``torch.distributed.run`` (torchrun's launcher), with these
+    of its options, named as on a torchrun line."""
+
+    nproc_per_node: int
+    nnodes: str = "1"  # "2", or "1:4" for an elastic range
+    node_rank: int | None = None
+    rdzv_backend: str | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+    max_restarts: int = 0
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nnodes not in ("1", "1:1")
+
+    def arguments(self) -> list[str]:
+        """The launcher's options: as given, and ``--standalone`` (a free local port) for a job on
+        one node that names no rendezvous."""
+        named = {
+            "--nnodes": self.nnodes,
+            "--node-rank": self.node_rank,
+            "--rdzv-backend": self.rdzv_backend,
+            "--rdzv-endpoint": self.rdzv_endpoint,
+            "--rdzv-id": self.rdzv_id,
+            "--master-addr": self.master_addr,
+            "--master-port": self.master_port,
+        }
+        args = [f"--nproc-per-node={self.nproc_per_node}", f"--max-restarts={self.max_restarts}"]
+        args += [f"{name}={value}" for name, value in named.items() if value is not None]
+        rendezvous = (self.rdzv_backend, self.rdzv_endpoint, self.master_addr, self.master_port)
+        if not self.multi_node and all(value is None for value in rendezvous):
+            args.append("--standalone")
+        return args
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
     """One run of the script: what the child is told (``child``) and how the parent runs it."""
 
@@ -49,6 +88,7 @@ class RunConfig:
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     py_spy_s: float = 0.0  # >0: sample the loading processes with py-spy this long (real mode)
+    launcher: Launcher | None = None  # a data-parallel job: run through torch.distributed.run
 
     @property
     def spec(self) -> ModeSpec:

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import hint_for, killed_hint, timeout_hint
-from fastload_cli.analyzer.metrics import describe_error, summarize
+from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
@@ -331,4 +331,6 @@ def environment(runs: Sequence[RunResult], nvml: Nvml | str | None) -> Environme
         gpus=gpus,
         cpu_count=next((r.cpu_count for r in runs), None),
         nvml=status,
+        world_size=next((r.world_size for r in runs if r.world_size), None),
+        nproc_per_node=next((len(r.ranks) for r in runs if r.ranks), None),
     )

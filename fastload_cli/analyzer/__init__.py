@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import sweep, trials
+from fastload_cli.analyzer import ranks, sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
@@ -59,6 +59,9 @@ def analyze(
     """``limits``: the sweep's limits, when the runs include a num_workers sweep; ``breakdown``:
     the per-step loading times, when they were measured; ``summaries``: the runs' summaries, when
     they were already computed (in the runs' order)."""
+    runs, lagging = from_straggler(runs)
+    if lagging is not None:
+        summaries = None  # the job's runs are now seen from the straggler
     summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
     facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
     facts = replace(facts, tried=trials.results((), runs, summaries))
@@ -67,7 +70,19 @@ def analyze(
     if facts.sweep is not None:
         line = sweep_evidence(facts.sweep)
         verdict = replace(verdict, evidence=(*verdict.evidence, line.sentence), findings=(*verdict.findings, line))
+    if lagging is not None:
+        verdict = ranks.naming(verdict, lagging)
     return Analysis(summaries=summaries, verdict=verdict, recommendations=recommend(facts, verdict), facts=facts)
+
+
+def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], ranks.Straggler | None]:
+    """The runs, a data-parallel job's seen from its straggler (as the real run names it), and the
+    straggler; the runs as they are when there is no job or no rank stands out."""
+    real = ranks.real_job(runs)
+    lagging = ranks.straggler(real, summarize(real)) if real is not None else None
+    if lagging is None:
+        return runs, None
+    return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging
 
 
 def current_workers(runs: Sequence[RunResult]) -> int | None:
@@ -161,6 +176,7 @@ def gather_facts(
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
         memory_available_bytes=real_run.memory_available_bytes if real_run else None,
+        ranks_per_node=max(len(real_run.ranks), 1) if real_run else 1,
     )
 
 
@@ -225,6 +241,7 @@ def caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple
     for run, summary in zip(runs, summaries, strict=True):
         found.extend(_run_caveats(run, summary))
     found.extend(_missing_modes(runs))
+    found.extend(ranks.caveats(runs))
     found.extend(_sampler_caveats(runs))
     found.extend(_gpu_caveats(runs, summaries))
     return tuple(dict.fromkeys(found))

@@ -34,6 +34,7 @@ class Facts:
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
     memory_available_bytes: int | None = None  # free memory when the real run started
+    ranks_per_node: int = 1  # a data-parallel job's local ranks: they share the node's cores and memory
     tried: tuple[FixResult, ...] = ()  # runs with fixes applied, against the real run
 
     @property
@@ -166,6 +167,11 @@ class Facts:
         return (
             share is not None and share >= th.RESTART_INPUT_BOUND and len(self.epoch_startup_s) >= th.RESTART_MIN_EPOCHS
         )
+
+    @property
+    def cores_per_rank(self) -> int | None:
+        """The cores one process's loading may use: the node's, shared by its local ranks."""
+        return None if self.cpu_count is None else max(1, self.cpu_count // self.ranks_per_node)
 
     @property
     def cheap_batches(self) -> str | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fastload_cli.records import RunResult, RunStatus, StopReason
+
 SHM_HINT = (
     "a DataLoader worker hit a bus error: /dev/shm (shared memory, where workers hand batches over) is too "
     "small. Give the container more (docker run --shm-size=8g, or a larger /dev/shm mount), or use fewer "
@@ -28,8 +30,8 @@ STUCK_HINT = (
 )
 TORCHRUN_HINT = (
     "the script expects to be started by torchrun (it reads RANK, WORLD_SIZE, LOCAL_RANK or MASTER_ADDR). "
-    "To measure one rank's input pipeline, give it a one-process job's environment: RANK=0 LOCAL_RANK=0 "
-    "WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 fastload diagnose SCRIPT"
+    "Run it as a data-parallel job, with your torchrun line's options under the same names: "
+    "fastload diagnose --nproc-per-node N SCRIPT -- ARGS"
 )
 _TORCHRUN_SIGNS = (
     "rank expected, but not set",
@@ -114,3 +116,26 @@ def substitution_hint(replaced: Sequence[str]) -> str:
         "this way, the failure comes from fastload's substitution, not from your script or dataset. "
         "`--keep-transform NAME` keeps a transform as it is"
     )
+
+
+def describe_error(run: RunResult) -> str | None:
+    said = _what_went_wrong(run)
+    return f"rank {run.rank}: {said}" if said is not None and run.ranks and run.rank is not None else said
+
+
+def _what_went_wrong(run: RunResult) -> str | None:
+    if run.error is not None:
+        return f"{run.error.type_name}: {run.error.message}".strip().rstrip(":")
+    if run.status is RunStatus.TIMEOUT:
+        return "timed out"
+    if run.status is RunStatus.INTERRUPTED:
+        return "interrupted"
+    if run.signal_name == "SIGKILL":
+        return "killed by SIGKILL (often the out-of-memory killer)"
+    if run.signal_name is not None:
+        return f"killed by {run.signal_name}"
+    if run.status is RunStatus.FAILED and run.stop_reason is StopReason.SCRIPT_ENDED:
+        return f"exited with status {run.exit_code}"
+    if run.status is RunStatus.FAILED:
+        return "the script's process ended without reporting why"
+    return None

@@ -14,9 +14,11 @@ import bisect
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.failures import describe_error
+from fastload_cli.analyzer.ranks import job_summary
 from fastload_cli.records import (
     BatchRecord,
     HostSample,
@@ -24,9 +26,7 @@ from fastload_cli.records import (
     ProcRole,
     ProcSample,
     RunResult,
-    RunStatus,
     RunSummary,
-    StopReason,
 )
 
 NS = 1e9
@@ -326,25 +326,17 @@ def peak_rss(samples: tuple[HostSample, ...]) -> int | None:
     return max(totals) if totals and any(totals) else None
 
 
-def describe_error(run: RunResult) -> str | None:
-    if run.error is not None:
-        return f"{run.error.type_name}: {run.error.message}".strip().rstrip(":")
-    if run.status is RunStatus.TIMEOUT:
-        return "timed out"
-    if run.status is RunStatus.INTERRUPTED:
-        return "interrupted"
-    if run.signal_name == "SIGKILL":
-        return "killed by SIGKILL (often the out-of-memory killer)"
-    if run.signal_name is not None:
-        return f"killed by {run.signal_name}"
-    if run.status is RunStatus.FAILED and run.stop_reason is StopReason.SCRIPT_ENDED:
-        return f"exited with status {run.exit_code}"
-    if run.status is RunStatus.FAILED:
-        return "the script's process ended without reporting why"
-    return None
-
-
 def summarize(run: RunResult) -> RunSummary:
+    """The run's figures; for a data-parallel job, those of the rank it is seen from with the job's
+    throughput, and every rank's."""
+    own = _summarize(run)
+    if not run.ranks:
+        return own
+    ranks = [replace(_summarize(r), rank=r.rank, local_rank=r.local_rank) for r in run.ranks]
+    return job_summary(replace(own, rank=run.rank, local_rank=run.local_rank), ranks)
+
+
+def _summarize(run: RunResult) -> RunSummary:
     steps = steady_steps(run)
     window = spans(steps)
     window_ns = sum(b - a for a, b in window)

@@ -63,7 +63,7 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
 def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
     """More DataLoader workers, when loading is the limit and there is room for them (an
     estimate: when a sweep ran, ``measured_workers`` speaks instead)."""
-    workers, cores, real = f.num_workers, f.cpu_count, f.real
+    workers, cores, real = f.num_workers, f.cores_per_rank, f.real
     if f.sweep is not None:
         return None
     if not pipeline_bound(f, v) or workers is None or real is None or f.cores_saturated:
@@ -78,6 +78,11 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
         if target <= workers:
             return None
         why = f"loading is CPU work and the {cores} cores are not all busy"
+        if f.ranks_per_node > 1:
+            why = (
+                f"loading is CPU work and the node's cores are not all busy; its {f.cpu_count} cores are shared by "
+                f"{f.ranks_per_node} ranks, so each rank's loaders have {cores}"
+            )
     gain = target / workers if workers else _gain_from_moving_loading(real, target)
     if gain is None:
         return None

@@ -145,3 +145,13 @@ WAIT_SPIKE_MIN_MS = 2.0
 WAIT_SPIKE_STEP_SHARE = 0.05
 # Datasets whose items are slices of tensors already in memory: workers only add handoff cost.
 IN_MEMORY_DATASETS = frozenset({"TensorDataset", "StackDataset"})
+
+# Data-parallel jobs. In a job whose ranks meet at every step's all-reduce, one rank's slow input
+# pipeline shows as its own data wait while the others wait inside their step: a rank is the
+# straggler when its data-wait fraction exceeds the others' median by STRAGGLER_WAIT_GAP (absolute)
+# and is at least STRAGGLER_WAIT_RATIO times it.
+STRAGGLER_WAIT_GAP = 0.15
+STRAGGLER_WAIT_RATIO = 2.0
+# Ranks that never meet (no process group) each run at their own pace: the slowest is a straggler
+# when the others' median throughput exceeds its own by this much (or the runs' spread, if larger).
+STRAGGLER_THROUGHPUT_GAP = 0.10

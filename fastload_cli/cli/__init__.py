@@ -18,6 +18,7 @@ from rich.console import Console
 from fastload_cli import __version__
 from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
 from fastload_cli.cli.gating import make_gates
+from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, launchable, with_launcher
 from fastload_cli.cli.options import (
     Baseline,
     Breakdown,
@@ -54,6 +55,7 @@ from fastload_cli.config import (
     DEFAULT_WARMUP,
     RunConfig,
 )
+from fastload_cli.errors import UsageError
 
 app = typer.Typer(
     name="fastload",
@@ -92,7 +94,9 @@ PinMemoryBoth = Annotated[
 
 
 @app.command()
+@launchable
 def diagnose(
+    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
@@ -133,13 +137,16 @@ def diagnose(
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
-        auto_sweep = not no_sweep and modes is None
+        base = with_launcher(base, launch, "diagnose", out)
+        auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
         runs = DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
         run_command("diagnose", base, runs, out)
 
 
 @app.command("synthetic-compare")
+@launchable
 def synthetic_compare(
+    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
@@ -170,11 +177,14 @@ def synthetic_compare(
         from fastload_cli.session import DiagnoseRuns
 
         base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
+        base = with_launcher(base, launch, "synthetic-compare", out)
         run_command("synthetic-compare", base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
 
 
 @app.command("sweep-workers")
+@launchable
 def sweep_workers(
+    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     workers: Workers = None,
@@ -209,13 +219,18 @@ def sweep_workers(
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
         base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        base = with_launcher(base, launch, "sweep-workers", out)
+        if grid is None and fixed_plan(base, out):
+            raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
         pin_both = pin_memory is PinMemory.BOTH
         runs = SweepRuns(max_workers=max_workers, grid=grid, prefetch_factors=factors, pin_both=pin_both)
         run_command("sweep-workers", base, runs, out)
 
 
 @app.command("try")
+@launchable
 def try_fixes(
+    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     fix: FixOption = [],  # noqa: B006 (typer reads the default; it is never mutated)
@@ -246,6 +261,7 @@ def try_fixes(
 
         fixes = parse_fixes(fix)
         base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        base = with_launcher(base, launch, "try", out)
         run_command("try", base, TryRuns(fixes), out)
 
 

@@ -39,6 +39,7 @@ from fastload_cli.records.measured import (
     TensorLeaf,
 )
 from fastload_cli.records.modes import (
+    CHANNEL_DIR_ENV,
     CHANNEL_FD_ENV,
     RUN_ID_ENV,
     SCHEMA,
@@ -69,6 +70,7 @@ from fastload_cli.records.report import (
 )
 
 __all__ = [
+    "CHANNEL_DIR_ENV",
     "CHANNEL_FD_ENV",
     "RUN_ID_ENV",
     "SCHEMA",

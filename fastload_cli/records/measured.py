@@ -111,6 +111,7 @@ class ChildEnv:
     cuda_in_use: bool | None = None
     cuda_devices: tuple[str, ...] = ()
     torch_threads: int | None = None
+    process_group: bool | None = None  # torch.distributed's process group was formed (said only when it was)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +269,11 @@ class RunResult:
     profiler_cpu_s: float | None = None  # fastload's own CPU time (all its threads) during the run
     stuck_at: tuple[str, ...] = ()  # timed out: the main thread's frames, most recent first ("file:line in f")
     oom_kills: int | None = None  # processes the kernel's OOM killer killed during the run (None: unreadable)
+    # A data-parallel job: this view's rank (global, local, world size), and every rank of this node.
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    ranks: tuple[RunResult, ...] = ()
 
     @property
     def label(self) -> str:

@@ -203,7 +203,7 @@ class Bottleneck(enum.Enum):
 
 
 class EventKind(enum.Enum):
-    HELLO = "hello"  # child started: pid, python, whether schedstat is readable
+    HELLO = "hello"  # child started: pid, whether schedstat is readable, its rank in a data-parallel job
     LOADER = "loader"  # a DataLoader was constructed: its settings and the overrides applied
     SUBSTITUTION = "substitution"  # a transform replaced (no-aug) or a setting overridden
     ITERATOR = "iterator"  # iter(loader): start/ready times, worker pids
@@ -217,5 +217,8 @@ class EventKind(enum.Enum):
 
 # Environment variable carrying the event channel's file descriptor to the child.
 CHANNEL_FD_ENV = "FASTLOAD_EVENT_FD"
+# A data-parallel job's ranks cannot inherit a descriptor through the launcher: each opens the FIFO
+# named ``events.<LOCAL_RANK>`` in the folder this variable names.
+CHANNEL_DIR_ENV = "FASTLOAD_EVENT_DIR"
 # Environment variable every process of a run inherits; lets tests and cleanup find strays.
 RUN_ID_ENV = "FASTLOAD_RUN_ID"

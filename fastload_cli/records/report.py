@@ -62,6 +62,11 @@ class RunSummary:
     training_samples_per_s: float | None = None
     # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
     loader_kernel_fraction: float | None = None
+    # A data-parallel job: the rank these figures are of (throughput_* and training_samples_per_s are
+    # the job's, summed over its ranks), and every rank's own figures.
+    rank: int | None = None
+    local_rank: int | None = None
+    ranks: tuple[RunSummary, ...] = ()
 
 
 class FindingKind(enum.Enum):
@@ -92,6 +97,7 @@ class FindingKind(enum.Enum):
     CAUSE_UNMEASURED = "cause-unmeasured"  # the loaders' CPU could not be read
     GPU_IDLE = "gpu-idle"  # the device idles even with free inputs
     SWEEP = "sweep"  # what a num_workers sweep measured
+    STRAGGLER = "straggler"  # a data-parallel job's rank that holds the others back, and why
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +119,7 @@ class Verdict:
     caveats: tuple[str, ...]
     augmentation_speedup: float | None = None
     findings: tuple[Finding, ...] = ()
+    slowest_rank: int | None = None  # a data-parallel job's straggler, when one stands out beyond noise
 
     def of(self, *kinds: FindingKind) -> tuple[Finding, ...]:
         """The findings of these kinds, in order."""
@@ -187,6 +194,8 @@ class Environment:
     gpus: tuple[GpuDevice, ...]
     cpu_count: int | None
     nvml: str  # "available" or "unavailable: <reason>"
+    world_size: int | None = None  # a data-parallel job: its ranks on every node, and those on this node
+    nproc_per_node: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -68,7 +68,32 @@ def render(report: Report) -> RenderableType:
 
 def _modes(report: Report) -> list[RenderableType]:
     modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
-    return [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
+    shown = [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
+    jobs = [r for r in report.runs if r.ranks]
+    return shown + [part for r in jobs for part in _ranks(r, report.verdict.slowest_rank)]
+
+
+def _ranks(run: RunSummary, slowest: int | None) -> list[RenderableType]:
+    """A data-parallel job's run, rank by rank: the straggler marked."""
+    table = Table(expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
+    for name in ("rank", "local", "samples/s", "wait", "step p50", "outside wait", "loaders", "batches"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("")
+    for r in run.ranks:
+        table.add_row(
+            whole(r.rank),
+            whole(r.local_rank),
+            num(r.throughput_samples_per_s),
+            pct(r.data_wait_fraction),
+            ms(r.step_ms_p50),
+            ms(r.compute_ms_p50),
+            pct(r.loader_busy_fraction),
+            str(r.batches),
+            Text("slowest", style="bold red") if r.rank == slowest and slowest is not None else "",
+        )
+    total = num(run.throughput_samples_per_s, " samples/s")
+    heading = f" {run.mode}, rank by rank (the job: {total}, summed over ranks; loaders: their share of time on CPU)"
+    return [Text(""), Text(heading, style="bold"), table]
 
 
 def _reading(report: Report) -> list[RenderableType]:

@@ -26,7 +26,7 @@ import types
 from types import FrameType, TracebackType
 from typing import NoReturn
 
-from fastload_cli.records import CHANNEL_FD_ENV, ChildSpec, EventKind, StopReason
+from fastload_cli.records import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, ChildSpec, EventKind, StopReason
 from fastload_cli.runner import hooks, stacks
 from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.modes import MeasurementDone
@@ -137,14 +137,14 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
 def main() -> NoReturn:
     spec = ChildSpec.from_json(sys.argv[1])
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
-    fd = int(os.environ.pop(CHANNEL_FD_ENV))
-    os.set_inheritable(fd, False)
-    channel = Channel(fd)
+    channel = Channel(_channel_fd())
     _die_with_parent()
     stacks.register_in_child()
     script_file = _prepare_sys(script_arg0, script_args)
     installed = hooks.install(channel, spec)
-    channel.emit(EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat)
+    channel.emit(
+        EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat, **_rank()
+    )
     signal.signal(STOP_SIGNAL, _on_stop_signal)
     reason, code = run_script(channel, script_file)
     _State.finished = True
@@ -157,6 +157,25 @@ def main() -> NoReturn:
         _flush_stdio()
         os._exit(code)
     sys.exit(code)  # the script ended by itself: exit as python would (atexit handlers run)
+
+
+def _channel_fd() -> int:
+    """The event channel: the descriptor the parent passed, or in a rank of a data-parallel job
+    (started by the launcher, which passes no descriptors on) the FIFO of its local rank."""
+    folder = os.environ.pop(CHANNEL_DIR_ENV, None)
+    if folder is not None:
+        fd = os.open(os.path.join(folder, f"events.{os.environ.get('LOCAL_RANK', '0')}"), os.O_WRONLY)
+    else:
+        fd = int(os.environ.pop(CHANNEL_FD_ENV))
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def _rank() -> dict[str, int]:
+    """This process's place in a data-parallel job, as the launcher set it; empty outside one."""
+    names = {"rank": "RANK", "local_rank": "LOCAL_RANK", "world_size": "WORLD_SIZE"}
+    found = {key: os.environ.get(name, "") for key, name in names.items()}
+    return {key: int(value) for key, value in found.items() if value.isdigit()}
 
 
 def _flush_stdio() -> None:

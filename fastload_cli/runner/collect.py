@@ -40,6 +40,10 @@ class EventCollector:
     schedstat: bool = False
     breakdown: Breakdown | None = None
     hello: bool = False
+    pid: int | None = None
+    rank: int | None = None  # in a data-parallel job: the global rank, local rank and world size
+    local_rank: int | None = None
+    world_size: int | None = None
     malformed: int = 0
     _per_loader: Counter[int] = field(default_factory=Counter)
     _partial: bytes = b""
@@ -84,6 +88,8 @@ class EventCollector:
     def _on_hello(self, e: dict[str, Any]) -> None:
         self.hello = True
         self.schedstat = bool(e.get("schedstat"))
+        self.pid = e.get("pid")
+        self.rank, self.local_rank, self.world_size = e.get("rank"), e.get("local_rank"), e.get("world_size")
 
     def _on_loader(self, e: dict[str, Any]) -> None:
         self.loaders.append(build(LoaderInfo, e, created_ns=e["t_ns"]))

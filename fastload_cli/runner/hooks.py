@@ -22,6 +22,7 @@ Only the stdlib (and torch, through the objects it patches) is used here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -338,6 +339,9 @@ def torch_env(final: bool) -> dict[str, Any]:
     env["torch_threads"] = torch.get_num_threads()
     in_use = bool(torch.cuda.is_initialized())
     env["cuda_in_use"] = in_use
+    with contextlib.suppress(Exception):  # only said when formed: a script may destroy it before the end
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            env["process_group"] = True
     if in_use or final:
         try:
             env["cuda_available"] = bool(torch.cuda.is_available())

@@ -24,8 +24,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import psutil
-
 import fastload_cli
 from fastload_cli.config import RunConfig
 from fastload_cli.records import (
@@ -40,6 +38,7 @@ from fastload_cli.records import (
 )
 from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
+from fastload_cli.runner.processes import ignoring_interrupts, terminate_run, terminate_strays, wait
 from fastload_cli.runner.stacks import STACK_FILE_ENV, StackProbe
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count, oom_kills
@@ -50,7 +49,6 @@ GpuReadings = tuple[tuple[GpuSample, ...], SamplerHealth]
 
 OUTPUT_TAIL_BYTES = 32 * 1024
 POLL_S = 0.1
-KILL_GRACE_S = 1.0
 DRAIN_S = 1.0
 
 
@@ -88,15 +86,20 @@ class _Run:
         self.oom_kills_before = oom_kills()
         self.stack = StackProbe()
         self.stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
+        env = dict(os.environ, **{RUN_ID_ENV: self.run_id, STACK_FILE_ENV: self.stack.path})
+        self.proc = self.spawn(env)
+        self.host = HostSampler(self.proc.pid, config.sample_interval_s)
+        self.gpu = GpuSampler(nvml, config.sample_interval_s) if nvml is not None else None
+        self.gpu_unavailable: str | None = None
+
+    def spawn(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start the child with an event pipe of its own (``self.events``)."""
         read_fd, write_fd = os.pipe()
-        env = dict(
-            os.environ, **{CHANNEL_FD_ENV: str(write_fd), RUN_ID_ENV: self.run_id, STACK_FILE_ENV: self.stack.path}
-        )
         try:
-            self.proc = subprocess.Popen(
-                child_command(config),
-                cwd=config.cwd,
-                env=env,
+            proc = subprocess.Popen(
+                child_command(self.config),
+                cwd=self.config.cwd,
+                env={**env, CHANNEL_FD_ENV: str(write_fd)},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -106,30 +109,28 @@ class _Run:
         finally:
             os.close(write_fd)
         self.events = os.fdopen(read_fd, "rb", buffering=0)
-        self.host = HostSampler(self.proc.pid, config.sample_interval_s)
-        self.gpu = GpuSampler(nvml, config.sample_interval_s) if nvml is not None else None
-        self.gpu_unavailable: str | None = None
+        return proc
 
     # -- the loop --------------------------------------------------------------------------
 
     def watch(self) -> None:
         """Read events and output until the child is gone or must be stopped."""
         deadline = time.monotonic() + self.config.timeout_s
-        with self._selector() as selector:
+        with self.selector() as selector:
             while self.proc.poll() is None and not self._gave_up() and not self.interrupted:
                 if self.stop_asked_at is None and time.monotonic() > deadline:
-                    self.stuck_at = self.stack.capture(self.proc.pid)
+                    self.stuck_at = self.stack.capture(self.main_pid)
                     self.ask_stop(StopReason.TIMEOUT)
-                self._pump(selector, POLL_S)
+                self.pump(selector, POLL_S)
 
-    def _selector(self) -> selectors.DefaultSelector:
+    def selector(self) -> selectors.DefaultSelector:
         selector = selectors.DefaultSelector()
         assert self.proc.stdout is not None
         selector.register(self.events, selectors.EVENT_READ, self._on_events)
         selector.register(self.proc.stdout, selectors.EVENT_READ, self._on_output)
         return selector
 
-    def _pump(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
+    def pump(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
         """Wait up to ``timeout_s`` for data on either pipe and hand it on; forget closed pipes."""
         for key, _ in selector.select(timeout_s):
             data = _read_some(key.fd)
@@ -149,7 +150,19 @@ class _Run:
                 self.host.note_workers(event["worker_pids"])
             elif event["kind"] == "end":
                 self.end_seen_at = time.monotonic()
-        done = self.collector.most_batches()
+        self.after_events()
+
+    @property
+    def main_pid(self) -> int:
+        """The process that runs the script."""
+        return self.proc.pid
+
+    def batches_done(self) -> int:
+        return self.collector.most_batches()
+
+    def after_events(self) -> None:
+        """Progress, py-spy, and the stop once enough batches came."""
+        done = self.batches_done()
         if self.pyspy is not None and not self.pyspy.started and done >= max(self.config.warmup, 1):
             self._profile_loading()
         if self.observer.on_batches is not None:
@@ -167,7 +180,7 @@ class _Run:
         own process when it loads in the main process."""
         assert self.pyspy is not None
         workers = next((list(it.worker_pids) for it in reversed(self.collector.iterators) if it.worker_pids), [])
-        self.pyspy.start(workers or [self.proc.pid], "workers" if workers else "main")
+        self.pyspy.start(workers or [self.main_pid], "workers" if workers else "main")
 
     def _on_output(self, data: bytes) -> None:
         self.tail.extend(data)
@@ -188,31 +201,42 @@ class _Run:
         terminate_run(self.proc, self.run_id, self.host.tracked_pids())
         self.stack.close()
         deadline = time.monotonic() + DRAIN_S
-        with self._selector() as selector:
+        with self.selector() as selector:
             while selector.get_map() and time.monotonic() < deadline:
-                self._pump(selector, max(0.0, deadline - time.monotonic()))
-        self.events.close()
+                self.pump(selector, max(0.0, deadline - time.monotonic()))
+        self.close_events()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+    def close_events(self) -> None:
+        self.events.close()
 
     def result(self, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
         c = self.collector
         status, reason = self._status()
-        signal_name = _signal_name(self.proc.returncode)
+        return self.result_of(
+            c,
+            host,
+            gpu,
+            status=status,
+            stop_reason=reason,
+            exit_code=c.end_exit_code if c.end_exit_code is not None else self.proc.returncode,
+            signal_name=_signal_name(self.proc.returncode) if c.end_reason is None else None,
+        )
+
+    def result_of(self, c: EventCollector, host: HostReadings, gpu: GpuReadings | None, **outcome: Any) -> RunResult:
+        """What ``c`` heard, with the run's samples and the outcome given (status, stop reason,
+        exit code, signal)."""
         gpu_samples, gpu_health = gpu if gpu is not None else ((), None)
         gpu_unavailable = self.gpu_unavailable
         if gpu_health is not None and gpu_health.unavailable and not gpu_samples:
             gpu_unavailable = "; ".join(gpu_health.unavailable)
         return RunResult(
             spec=self.config.spec,
-            status=status,
-            stop_reason=reason,
             requested_batches=self.config.requested_batches,
             warmup_batches=self.config.warmup,
             started_ns=self.started_ns,
             ended_ns=time.monotonic_ns(),
-            exit_code=c.end_exit_code if c.end_exit_code is not None else self.proc.returncode,
-            signal_name=signal_name if c.end_reason is None else None,
             error=c.error,
             output_tail=self.tail.decode(errors="replace"),
             cpu_count=cpu_count(),
@@ -233,6 +257,10 @@ class _Run:
             memory_available_bytes=self.memory_available,
             stuck_at=self.stuck_at,
             oom_kills=self._oom_kills(),
+            rank=c.rank,
+            local_rank=c.local_rank,
+            world_size=c.world_size,
+            **outcome,
         )
 
     def _oom_kills(self) -> int | None:
@@ -263,11 +291,14 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
     during the run stops it and returns a result with status ``interrupted``.
     """
     run_id = uuid.uuid4().hex
+    kind = _Run
+    if config.launcher is not None:
+        from fastload_cli.runner.job import JobRun as kind  # the job's run builds on this module's
     try:
-        run = _Run(config, nvml if isinstance(nvml, Nvml) else None, observer or Observer(), run_id)
+        run = kind(config, nvml if isinstance(nvml, Nvml) else None, observer or Observer(), run_id)
     except KeyboardInterrupt:  # Ctrl-C while spawning: the child may exist, untracked
-        with _ignoring_interrupts():
-            _terminate_strays(run_id)
+        with ignoring_interrupts():
+            terminate_strays(run_id)
         raise
     if isinstance(nvml, str):
         run.gpu_unavailable = nvml
@@ -281,7 +312,7 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
     except KeyboardInterrupt:
         run.interrupted = True
     finally:
-        with _ignoring_interrupts():
+        with ignoring_interrupts():
             host = run.host.stop()
             gpu = run.gpu.stop() if run.gpu is not None else None
             if run.pyspy is not None and run.interrupted:
@@ -289,7 +320,7 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
             profile = run.pyspy.stop() if run.pyspy is not None else None
             if run.stop_asked_at is None and run.proc.poll() is None:
                 run.ask_stop(StopReason.INTERRUPTED)
-                _wait(run.proc, config.stop_grace_s)
+                wait(run.proc, config.stop_grace_s)
             run.finish()
     _pass_on(caught)
     return replace(run.result(host, gpu), profile=profile)
@@ -326,98 +357,6 @@ def _pass_on(caught: dict[int, Any]) -> None:
         if signum != signal.SIGINT and callable(old):
             with contextlib.suppress(KeyboardInterrupt):
                 old(signum, None)
-
-
-# --------------------------------------------------------------------------------------------
-# Process hygiene
-# --------------------------------------------------------------------------------------------
-
-
-def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[int]) -> None:
-    """Terminate every process of a run: workers and other descendants first, then the child.
-
-    Finds them three ways, so none escapes: the child's descendants, the child's process group
-    (workers orphaned by a dead child keep it), and the run id in their environment.
-    """
-    others = [p for p in _run_processes(proc.pid, run_id, known_pids) if p.pid != proc.pid]
-    _signal_all(others, signal.SIGTERM)
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.terminate()
-    _kill_survivors(others)
-    if not _wait(proc, KILL_GRACE_S):
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        _wait(proc, KILL_GRACE_S)
-
-
-def _terminate_strays(run_id: str) -> None:
-    """Terminate the processes of a run that was never tracked (found by its run id alone)."""
-    strays = [p for p in psutil.process_iter() if p.pid != os.getpid() and _has_run_id(p, run_id)]
-    _signal_all(strays, signal.SIGTERM)
-    _kill_survivors(strays)
-
-
-def _kill_survivors(procs: list[psutil.Process]) -> None:
-    """After SIGTERM: SIGKILL whatever has not left within the grace, and wait for it to go."""
-    _, alive = psutil.wait_procs(procs, timeout=KILL_GRACE_S)
-    _signal_all(alive, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
-
-
-def _run_processes(root: int, run_id: str, known: list[int]) -> list[psutil.Process]:
-    found: dict[int, psutil.Process] = {}
-    with contextlib.suppress(psutil.Error):
-        for p in psutil.Process(root).children(recursive=True):
-            found[p.pid] = p
-    for p in psutil.process_iter():
-        if p.pid in found or p.pid == os.getpid():
-            continue
-        if p.pid in known or _in_group(p.pid, root) or _has_run_id(p, run_id):
-            found[p.pid] = p
-    return list(found.values())
-
-
-def _in_group(pid: int, pgid: int) -> bool:
-    try:
-        return os.getpgid(pid) == pgid
-    except OSError:
-        return False
-
-
-def _has_run_id(proc: psutil.Process, run_id: str) -> bool:
-    try:
-        return proc.environ().get(RUN_ID_ENV) == run_id
-    except psutil.Error:
-        return False
-
-
-def _signal_all(procs: list[psutil.Process], sig: int) -> None:
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.send_signal(sig)
-
-
-def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
-    try:
-        proc.wait(timeout=timeout_s)
-        return True
-    except subprocess.TimeoutExpired:
-        return False
-
-
-@contextlib.contextmanager
-def _ignoring_interrupts() -> Iterator[None]:
-    """A second Ctrl-C must not abandon the clean-up half way (and leave workers behind)."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: nothing to mask
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _read_some(fd: int) -> bytes | None:

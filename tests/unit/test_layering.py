@@ -61,6 +61,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner.actuators": CHILD_SIDE,
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
+    "runner.job": {"samplers", "records", "config", "errors", "runner"},
+    "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},
     "reporters": {"records", "formatting"},
     "session": {"runner", "analyzer", "samplers", "records", "config", "errors"},

@@ -1,0 +1,127 @@
+"""The data-parallel options: torchrun's own, under the same names, declared once for every command
+that runs a script. A user turns ``torchrun --nproc-per-node 2 train.py --lr 0.1`` into
+``fastload diagnose --nproc-per-node 2 train.py -- --lr 0.1``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from fastload_cli.cli.run import Output, note
+from fastload_cli.config import Launcher, RunConfig
+from fastload_cli.errors import UsageError
+
+PANEL = "Data-parallel jobs (torchrun's options)"
+# Set in every process torchrun's agent starts: fastload itself was started as a rank.
+TORCHRUN_ENV = ("TORCHELASTIC_RUN_ID", "LOCAL_RANK")
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOptions:
+    """The options as given; ``launcher()`` checks them."""
+
+    nproc_per_node: int | None = None
+    nnodes: str | None = None
+    node_rank: int | None = None
+    rdzv_backend: str | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+    max_restarts: int | None = None
+
+    def launcher(self, command: str) -> Launcher | None:
+        """The job's launcher settings, None for a single process; a UsageError for options that
+        need --nproc-per-node, or for fastload started as a rank by torchrun."""
+        if all(os.environ.get(name) for name in TORCHRUN_ENV):
+            raise UsageError(
+                "fastload is running inside a rank that torchrun started: each rank would run its own "
+                "fastload, their modes would drift apart and the job's collectives would stall",
+                f"run fastload once, with torchrun's options: fastload {command} --nproc-per-node N train.py -- ARGS",
+            )
+        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        if self.nproc_per_node is None:
+            if given:
+                names = ", ".join("--" + name.replace("_", "-") for name in given)
+                raise UsageError(
+                    f"{names} {'needs' if len(given) == 1 else 'need'} --nproc-per-node",
+                    "for example: --nproc-per-node 2",
+                )
+            return None
+        nnodes = self.nnodes or "1"
+        if not all(part.isdigit() and int(part) >= 1 for part in nnodes.split(":", 1)):
+            raise UsageError(f"--nnodes: '{nnodes}' is not a number of nodes", "for example --nnodes 2, or 1:4")
+        return Launcher(**{**given, "nnodes": nnodes, "max_restarts": self.max_restarts or 0})
+
+
+def _option(kind: Any, flag: str, text: str, **extra: Any) -> Any:
+    return Annotated[kind, typer.Option(flag, help=text, rich_help_panel=PANEL, **extra)]
+
+
+_OPTIONS: dict[str, Any] = {
+    "nproc_per_node": _option(int | None, "--nproc-per-node", "Ranks on this node: run as a data-parallel job.", min=1),
+    "nnodes": _option(str | None, "--nnodes", "Nodes in the job (MIN:MAX for an elastic range)."),
+    "node_rank": _option(int | None, "--node-rank", "This node's rank among the nodes.", min=0),
+    "rdzv_backend": _option(str | None, "--rdzv-backend", "Rendezvous backend (c10d, static)."),
+    "rdzv_endpoint": _option(str | None, "--rdzv-endpoint", "Rendezvous endpoint, HOST:PORT."),
+    "rdzv_id": _option(str | None, "--rdzv-id", "Rendezvous id shared by the job's nodes."),
+    "master_addr": _option(str | None, "--master-addr", "Address of the node of rank 0 (static rendezvous)."),
+    "master_port": _option(int | None, "--master-port", "Port on the node of rank 0 (static rendezvous).", min=0),
+    "max_restarts": _option(int | None, "--max-restarts", "Restarts of the job's ranks on failure (default 0).", min=0),
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def launchable(command: F) -> F:
+    """``command`` with the data-parallel options added to its signature; they reach it as one
+    ``launch: LaunchOptions`` argument."""
+    signature = inspect.signature(command)
+    hints = get_type_hints(command, include_extras=True)  # the command's own, resolved where it is defined
+    own = [p.replace(annotation=hints[p.name]) for p in signature.parameters.values() if p.name != "launch"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in _OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        launch = LaunchOptions(**{name: kwargs.pop(name, None) for name in _OPTIONS})
+        return command(*args, launch=launch, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in (*own, *added)}
+    del wrapper.__wrapped__  # typer must read the signature above, not the command's
+    return wrapper  # type: ignore[return-value]
+
+
+def with_launcher(base: RunConfig, launch: LaunchOptions, command: str, out: Output) -> RunConfig:
+    """``base`` run as a data-parallel job when asked; a note when the node's cores look too few."""
+    launcher = launch.launcher(command)
+    if launcher is None:
+        return base
+    from fastload_cli.samplers.host import cpu_count
+
+    cores = cpu_count()
+    if cores is not None and launcher.nproc_per_node > cores:
+        note(
+            out,
+            f"--nproc-per-node {launcher.nproc_per_node} is more ranks than this node's {cores} cores: "
+            "they will compete for the CPU, and the figures will show it.",
+        )
+    return replace(base, launcher=launcher)
+
+
+def fixed_plan(base: RunConfig, out: Output) -> bool:
+    """A job on several nodes: every node's fastload must run the same modes in the same order (each
+    mode is a job the nodes meet in), so none may choose its next runs from its own measurements."""
+    if base.launcher is None or not base.launcher.multi_node:
+        return False
+    note(out, "A job on several nodes: every node runs the same fixed list of modes (no automatic sweep).")
+    return True

@@ -1,0 +1,102 @@
+"""In the parent: every process of a run found and terminated, so none outlives its run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import psutil
+
+from fastload_cli.records import RUN_ID_ENV
+
+KILL_GRACE_S = 1.0
+
+
+def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[int]) -> None:
+    """Terminate every process of a run: workers and other descendants first, then the child.
+
+    Finds them three ways, so none escapes: the child's descendants, the child's process group
+    (workers orphaned by a dead child keep it), and the run id in their environment.
+    """
+    others = [p for p in _run_processes(proc.pid, run_id, known_pids) if p.pid != proc.pid]
+    _signal_all(others, signal.SIGTERM)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+    _kill_survivors(others)
+    if not wait(proc, KILL_GRACE_S):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        wait(proc, KILL_GRACE_S)
+
+
+def terminate_strays(run_id: str) -> None:
+    """Terminate the processes of a run that was never tracked (found by its run id alone)."""
+    strays = [p for p in psutil.process_iter() if p.pid != os.getpid() and _has_run_id(p, run_id)]
+    _signal_all(strays, signal.SIGTERM)
+    _kill_survivors(strays)
+
+
+def _kill_survivors(procs: list[psutil.Process]) -> None:
+    """After SIGTERM: SIGKILL whatever has not left within the grace, and wait for it to go."""
+    _, alive = psutil.wait_procs(procs, timeout=KILL_GRACE_S)
+    _signal_all(alive, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
+
+
+def _run_processes(root: int, run_id: str, known: list[int]) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        for p in psutil.Process(root).children(recursive=True):
+            found[p.pid] = p
+    for p in psutil.process_iter():
+        if p.pid in found or p.pid == os.getpid():
+            continue
+        if p.pid in known or _in_group(p.pid, root) or _has_run_id(p, run_id):
+            found[p.pid] = p
+    return list(found.values())
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
+def _has_run_id(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get(RUN_ID_ENV) == run_id
+    except psutil.Error:
+        return False
+
+
+def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    try:
+        proc.wait(timeout=timeout_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+@contextlib.contextmanager
+def ignoring_interrupts() -> Iterator[None]:
+    """A second Ctrl-C must not abandon the clean-up half way (and leave workers behind)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to mask
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
