@@ -17,7 +17,7 @@ from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, s
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, Launcher, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
     Breakdown,
@@ -77,6 +77,8 @@ class ModeRunner:
         if first:
             check_measurable(run, config.python)
         summary = summarize(run)
+        if config.launcher is not None and config.launcher.multi_node:
+            return run, summary  # every node runs the same modes in turn: none may run one again alone
         if run.status is RunStatus.OK and disturbed(summary):  # other work skewed it: measure again
             load = summary.foreign_cpu_fraction or 0.0
             self.on_note(spec, f"other processes used {100 * load:.0f}% of the CPU during this run; running it again")
@@ -269,6 +271,8 @@ def run_breakdown(runner: ModeRunner, done: Outcome) -> Outcome:
     runner.on_note(None, f"Timing each loading step on {DEFAULT_BREAKDOWN_ITEMS} samples (breakdown).")
     mode = ModeSpec(mode=Mode.BREAKDOWN)
     config = replace(runner.base.with_child(mode=mode, breakdown_items=DEFAULT_BREAKDOWN_ITEMS), py_spy_s=0.0)
+    if config.launcher is not None:  # one rank's pipeline is timed: a one-rank job here, never a rendezvous
+        config = replace(config, launcher=Launcher(nproc_per_node=1))
     try:
         run = run_mode(config, None, Observer())
     except KeyboardInterrupt:
@@ -333,4 +337,5 @@ def environment(runs: Sequence[RunResult], nvml: Nvml | str | None) -> Environme
         nvml=status,
         world_size=next((r.world_size for r in runs if r.world_size), None),
         nproc_per_node=next((len(r.ranks) for r in runs if r.ranks), None),
+        process_group=next((any(x.env.process_group for x in r.ranks) for r in runs if r.ranks), None),
     )

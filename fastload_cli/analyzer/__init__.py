@@ -79,7 +79,7 @@ def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], rank
     """The runs, a data-parallel job's seen from its straggler (as the real run names it), and the
     straggler; the runs as they are when there is no job or no rank stands out."""
     real = ranks.real_job(runs)
-    lagging = ranks.straggler(real, summarize(real)) if real is not None else None
+    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real)) if real is not None else None
     if lagging is None:
         return runs, None
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging

@@ -46,12 +46,13 @@ def synced(run: RunResult) -> bool:
     return any(r.env.process_group for r in run.ranks)
 
 
-def straggler(run: RunResult, summary: RunSummary) -> Straggler | None:
-    """The rank that holds a job back, beyond noise, and why; None for one process or a balanced job."""
-    ranks = [s for s in summary.ranks if s.rank is not None and s.batches]
-    if len(ranks) < 2:
+def straggler(ranks: Sequence[RunSummary], grouped: bool) -> Straggler | None:
+    """The rank that holds a job back, beyond noise, and why; None for one process or a balanced job.
+    ``grouped``: the ranks formed a process group."""
+    measured = [s for s in ranks if s.rank is not None and s.batches]
+    if len(measured) < 2:
         return None
-    return _waits_longest(ranks) if synced(run) else _slowest(ranks)
+    return _waits_longest(measured) if grouped else _slowest(measured)
 
 
 def _waits_longest(ranks: list[RunSummary]) -> Straggler | None:
@@ -122,9 +123,17 @@ def naming(verdict: Verdict, lagging: Straggler) -> Verdict:
 
 
 def caveats(runs: Sequence[RunResult]) -> list[str]:
-    """What a reader of a job's figures must know: ranks that never formed a process group."""
+    """What a reader of a job's figures must know: a node that sees only its own ranks, and ranks
+    that never formed a process group."""
     job = real_job(runs)
-    if job is None or synced(job) or not any(r.batches for r in job.ranks):
+    if job is None or not any(r.batches for r in job.ranks):
+        return []
+    if job.world_size is not None and job.world_size > len(job.ranks):
+        return [
+            f"This node ran {len(job.ranks)} of the job's {job.world_size} ranks: a rank on another node may hold "
+            "these back, which this report cannot see. `fastload merge` combines the nodes' reports into the job's."
+        ]
+    if synced(job):
         return []
     return [
         f"The {len(job.ranks)} ranks formed no process group (torch.distributed.init_process_group was not "

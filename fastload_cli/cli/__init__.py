@@ -339,6 +339,23 @@ def compare(
             Console(highlight=False).print(comparison.render(result))
 
 
+@app.command()
+def merge(
+    reports: Annotated[
+        list[str], typer.Argument(help="Each node's JSON report of one data-parallel job.", show_default=False)
+    ],
+    json_path: JsonPath = None,
+    debug: Debug = False,
+) -> None:
+    """The reports the nodes of one data-parallel job wrote, as the job's: every rank of each mode in
+    one table, the job's throughput, and the slowest rank of the whole job."""
+    out = Output(debug=debug)
+    with error_boundary(out):
+        from fastload_cli.cli.merging import run_merge
+
+        run_merge(reports, json_path, out)
+
+
 def _list_examples(out: Output, shown: str) -> None:
     from fastload_cli import examples
 

@@ -196,6 +196,7 @@ class Environment:
     nvml: str  # "available" or "unavailable: <reason>"
     world_size: int | None = None  # a data-parallel job: its ranks on every node, and those on this node
     nproc_per_node: int | None = None
+    process_group: bool | None = None  # the job's ranks formed a process group (they meet at every step)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

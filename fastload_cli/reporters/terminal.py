@@ -70,10 +70,10 @@ def _modes(report: Report) -> list[RenderableType]:
     modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
     shown = [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
     jobs = [r for r in report.runs if r.ranks]
-    return shown + [part for r in jobs for part in _ranks(r, report.verdict.slowest_rank)]
+    return shown + [part for r in jobs for part in ranks_table(r, report.verdict.slowest_rank)]
 
 
-def _ranks(run: RunSummary, slowest: int | None) -> list[RenderableType]:
+def ranks_table(run: RunSummary, slowest: int | None) -> list[RenderableType]:
     """A data-parallel job's run, rank by rank: the straggler marked."""
     table = Table(expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
     for name in ("rank", "local", "samples/s", "wait", "step p50", "outside wait", "loaders", "batches"):

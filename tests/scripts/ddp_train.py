@@ -2,11 +2,11 @@
 the gloo backend, a DistributedSampler, one DataLoader per rank. Run in one process (no WORLD_SIZE
 in the environment) it trains alone, as the PyTorch examples do.
 
-    torchrun --nproc-per-node 2 ddp_train.py [--slow-rank 1 --load-ms 20] [--fail-rank 1 --fail-at 30]
+    torchrun --nproc-per-node 2 ddp_train.py [--load-ms 2] [--slow-rank 1 --slow-ms 5]
 
-Planted, by flag: one rank whose samples take --load-ms longer to read (storage latency on that
-rank alone), a rank that raises or is killed after some steps, ranks that never form a process group, and a
-script that needs the launcher's environment.
+Planted, by flag: storage latency on every rank, or one rank whose samples take longer to read
+(latency on that rank alone), a rank that raises or is killed after some steps, ranks that never
+form a process group, and a script that needs the launcher's environment.
 """
 
 import argparse
@@ -23,14 +23,17 @@ from torch.utils.data.distributed import DistributedSampler
 parser = argparse.ArgumentParser()
 parser.add_argument("--workers", type=int, default=1)
 parser.add_argument("--width", type=int, default=512, help="hidden width: the step's compute")
-parser.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples take --load-ms to read")
-parser.add_argument("--load-ms", type=float, default=0.0)
+parser.add_argument("--load-ms", type=float, default=0.0, help="each sample takes this long to read, on every rank")
+parser.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples take --slow-ms longer to read")
+parser.add_argument("--slow-ms", type=float, default=0.0)
 parser.add_argument("--fail-rank", type=int, default=-1, help="this rank raises at step --fail-at")
 parser.add_argument("--fail-at", type=int, default=30)
 parser.add_argument("--kill-rank", type=int, default=-1, help="this rank kills itself (SIGKILL) at step --fail-at")
 parser.add_argument("--no-group", action="store_true", help="each rank trains alone: no process group")
 parser.add_argument("--needs-launcher", action="store_true", help="always join a process group (needs RANK)")
 parser.add_argument("--epochs", type=int, default=100)
+parser.add_argument("--marker", help="rank 0 creates this file after --marker-after steps")
+parser.add_argument("--marker-after", type=int, default=10)
 args = parser.parse_args()
 
 
@@ -54,7 +57,7 @@ def main() -> None:
         dist.init_process_group("gloo")
     rank = int(os.environ.get("RANK", "0"))
     torch.set_num_threads(1)
-    dataset = Features(args.load_ms / 1000 if rank == args.slow_rank else 0.0)
+    dataset = Features((args.load_ms + (args.slow_ms if rank == args.slow_rank else 0.0)) / 1000)
     sampler = DistributedSampler(dataset) if grouped else None
     loader = DataLoader(dataset, batch_size=32, sampler=sampler, shuffle=sampler is None, num_workers=args.workers)
     model = nn.Sequential(nn.Linear(256, args.width), nn.ReLU(), nn.Linear(args.width, args.width), nn.ReLU(),
@@ -76,6 +79,8 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             step += 1
+            if args.marker and rank == 0 and step == args.marker_after:
+                open(args.marker, "w").close()
     if grouped:
         dist.destroy_process_group()
 

@@ -1,0 +1,224 @@
+"""Data-parallel jobs: the job's figures, the straggler told from its victims, the verdict that
+names it, node reports merged into the job's, and the launcher's options."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from fastload_cli.analyzer import analyze, ranks
+from fastload_cli.analyzer.merge import MergeError, merge
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.cli.launcher import LaunchOptions
+from fastload_cli.config import Launcher
+from fastload_cli.errors import UsageError
+from fastload_cli.records import Bottleneck, ProcRole, RunResult
+from fastload_cli.reporters import json_report
+from fastload_cli.runner.job import ROOT_CAUSE, as_rank
+from tests.unit import builders as b
+
+
+def rank_run(mode: str, rank: int, wait_ms: float, compute_ms: float, *, grouped: bool = True) -> RunResult:
+    """One rank's run: 40 steps of ``compute_ms`` outside the wait, each waiting ``wait_ms`` for data."""
+    batch_list = b.batches([wait_ms] * 40, compute_ms)
+    busy = 0.05  # the loaders sleep: latency
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(busy,), system_busy=0.1)
+    run = b.run(mode, batch_list, samples=samples)
+    env = dataclasses.replace(run.env, process_group=True if grouped else None)
+    return dataclasses.replace(run, rank=rank, local_rank=rank, world_size=2, env=env)
+
+
+def job(*members: RunResult) -> RunResult:
+    return dataclasses.replace(members[0], ranks=members)
+
+
+def straggling(mode: str = "real") -> RunResult:
+    """Rank 1 reads slowly (waits 45 ms of a 50 ms step); rank 0 waits for it inside its step."""
+    return job(rank_run(mode, 0, 1.0, 49.0), rank_run(mode, 1, 45.0, 5.0))
+
+
+def balanced(mode: str = "real", wait_ms: float = 45.0) -> RunResult:
+    return job(rank_run(mode, 0, wait_ms, 5.0), rank_run(mode, 1, wait_ms, 5.0))
+
+
+# -- the job's figures ---------------------------------------------------------------------------
+
+
+def test_the_job_throughput_is_the_sum_of_its_ranks_and_each_rank_keeps_its_own() -> None:
+    s = summarize(straggling())
+    assert [r.rank for r in s.ranks] == [0, 1]
+    assert s.throughput_samples_per_s == pytest.approx(sum(r.throughput_samples_per_s or 0 for r in s.ranks))
+    assert s.ranks[1].data_wait_fraction == pytest.approx(0.9, abs=0.02)
+    assert s.ranks[0].data_wait_fraction == pytest.approx(0.02, abs=0.01)
+
+
+def test_a_rank_sees_the_tree_with_its_own_process_as_main_and_the_rest_as_others() -> None:
+    samples = b.host_samples(100 * b.MS, worker_cores=(0.5, 0.5))  # pids 100 (main), 200, 201
+    seen = as_rank(samples, 200, frozenset({201}))
+    roles = {p.pid: p.role for p in seen[0].procs}
+    assert roles == {100: ProcRole.OTHER, 200: ProcRole.MAIN, 201: ProcRole.WORKER}
+
+
+# -- the straggler -------------------------------------------------------------------------------
+
+
+def test_the_rank_that_waits_for_its_data_is_the_straggler_not_the_ranks_that_wait_for_it() -> None:
+    found = ranks.straggler(summarize(straggling()).ranks, grouped=True)
+    assert found is not None and found.rank == 1 and found.input_bound
+
+
+def test_a_balanced_job_has_no_straggler() -> None:
+    assert ranks.straggler(summarize(balanced()).ranks, grouped=True) is None
+    assert ranks.straggler(summarize(rank_run("real", 0, 1.0, 10.0)).ranks, grouped=True) is None  # one process
+
+
+def test_independent_copies_are_ranked_by_their_own_pace() -> None:
+    slow, fast = rank_run("real", 1, 45.0, 5.0, grouped=False), rank_run("real", 0, 1.0, 5.0, grouped=False)
+    found = ranks.straggler(summarize(job(fast, slow)).ranks, grouped=False)
+    assert found is not None and found.rank == 1 and found.input_bound
+    assert "no process group" in found.finding.sentence
+
+
+def test_the_verdict_names_the_straggler_and_reads_its_own_pipeline() -> None:
+    v = analyze([straggling(), balanced("synthetic", wait_ms=0.5)]).verdict
+    assert v.slowest_rank == 1
+    assert v.bottleneck is Bottleneck.IO and v.label.endswith("on rank 1")
+    assert v.evidence[0].startswith("Rank 1 waited for its data")
+
+
+def test_a_balanced_job_gets_the_verdict_of_one_of_its_ranks_and_no_straggler() -> None:
+    real, synthetic = balanced(), balanced("synthetic", wait_ms=0.5)
+    job_verdict = analyze([real, synthetic]).verdict
+    one_process = analyze([dataclasses.replace(real.ranks[0], ranks=()), synthetic.ranks[0]]).verdict
+    assert job_verdict.slowest_rank is None and one_process.slowest_rank is None
+    assert job_verdict.bottleneck is one_process.bottleneck is Bottleneck.IO
+
+
+def test_ranks_without_a_process_group_are_said_to_be_independent_copies() -> None:
+    copies = job(rank_run("real", 0, 1.0, 5.0, grouped=False), rank_run("real", 1, 1.0, 5.0, grouped=False))
+    assert any("formed no process group" in c for c in analyze([copies]).verdict.caveats)
+
+
+def test_a_node_that_sees_part_of_the_job_says_so() -> None:
+    one_of_two = job(rank_run("real", 0, 1.0, 5.0))
+    assert any("`fastload merge`" in c for c in analyze([one_of_two]).verdict.caveats)
+
+
+def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
+    from fastload_cli.analyzer.report import build_report
+    from fastload_cli.config import RunConfig
+    from fastload_cli.session import Outcome
+    from tests.unit.test_report_sections import ENV  # the sample environment
+
+    runs = (straggling(),)
+    report = build_report("diagnose", RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
+                          Outcome(runs=runs, summaries=tuple(summarize(r) for r in runs)),
+                          dataclasses.replace(ENV, world_size=2, nproc_per_node=2))  # fmt: skip
+    doc = json.loads(json_report.document(report))
+    assert doc["environment"]["world_size"] == 2 and doc["environment"]["nproc_per_node"] == 2
+    real = doc["runs"][0]
+    assert [r["rank"] for r in real["ranks"]] == [0, 1]
+    assert {"local_rank", "batches", "throughput_samples_per_s", "data_wait_fraction", "step_ms_p50",
+            "loader_busy_fraction"} <= set(real["ranks"][0])  # fmt: skip
+    assert doc["verdict"]["slowest_rank"] == 1
+
+
+# -- merge ---------------------------------------------------------------------------------------
+
+
+def node(rank: int, wait: float, label: str = "IO-bound input pipeline (storage or latency)") -> dict:
+    figures = {"rank": rank, "local_rank": 0, "status": "ok", "batches": 40, "data_wait_fraction": wait,
+               "throughput_samples_per_s": 100.0, "mode": "real", "num_workers": 1, "samples": 1280,
+               "wall_s": 12.8, "throughput_batches_per_s": 3.1, "step_ms_p50": 300.0, "step_ms_p90": 310.0,
+               "startup_s": 0.2, "main_cpu_percent": 5.0, "workers_cpu_percent": 5.0, "gpu_util_percent": None,
+               "read_bytes_per_s": 0.0, "error": None}  # fmt: skip
+    run = {**figures, "rank": rank, "ranks": [figures]}
+    return {
+        "schema": "fastload.report/1",
+        "script": "train.py",
+        "environment": {"world_size": 2, "nproc_per_node": 1, "process_group": True},
+        "runs": [run, {**run, "mode": "synthetic", "throughput_samples_per_s": 900.0}],
+        "verdict": {
+            "label": label,
+            "bottleneck": "io",
+            "evidence": ["node's own"],
+            "caveats": [],
+            "slowest_rank": None,
+        },
+    }
+
+
+def test_merge_puts_every_rank_in_one_job_and_names_the_slowest_across_nodes() -> None:
+    merged = merge([node(0, 0.01, "CPU-bound input pipeline"), node(1, 0.9)], ["n0.json", "n1.json"])
+    real = merged["runs"][0]
+    assert [x["rank"] for x in real["ranks"]] == [0, 1]
+    assert real["throughput_samples_per_s"] == 200.0
+    assert merged["runs"][1]["throughput_samples_per_s"] == 1800.0
+    assert merged["verdict"]["slowest_rank"] == 1
+    assert merged["verdict"]["label"] == "IO-bound input pipeline (storage or latency) on rank 1"  # rank 1's node
+    assert merged["environment"]["world_size"] == 2
+
+
+def test_merge_of_a_balanced_job_names_no_rank() -> None:
+    merged = merge([node(0, 0.5), node(1, 0.5)], ["a", "b"])
+    assert merged["verdict"]["slowest_rank"] is None
+
+
+@pytest.mark.parametrize(
+    ("docs", "says"),
+    [
+        ([node(0, 0.1)], "at least two"),
+        ([node(0, 0.1), node(0, 0.2)], "rank 0 is in both"),
+        ([node(0, 0.1), {**node(1, 0.1), "runs": []}], "not a data-parallel job"),
+        ([node(0, 0.1), {"schema": "other"}], "not a fastload report"),
+        ([node(0, 0.1), {**node(1, 0.1), "script": "other.py"}], "different scripts"),
+    ],
+)
+def test_merge_refuses_reports_that_are_not_one_jobs_nodes(docs: list, says: str) -> None:
+    with pytest.raises(MergeError, match=says):
+        merge(docs, [f"r{i}.json" for i in range(len(docs))])
+
+
+# -- the launcher --------------------------------------------------------------------------------
+
+
+def test_one_node_without_a_rendezvous_runs_standalone_on_a_free_port() -> None:
+    args = Launcher(nproc_per_node=2).arguments()
+    assert args == ["--nproc-per-node=2", "--max-restarts=0", "--nnodes=1", "--standalone"]
+
+
+def test_the_users_launcher_options_pass_through_under_their_names() -> None:
+    launcher = Launcher(nproc_per_node=4, nnodes="2", node_rank=1, master_addr="10.0.0.1", master_port=29400)
+    args = launcher.arguments()
+    assert "--standalone" not in args
+    assert {"--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1", "--master-port=29400"} <= set(args)
+    assert launcher.multi_node
+
+
+def test_launcher_options_need_nproc_per_node_and_a_rank_cannot_start_fastload(monkeypatch) -> None:
+    for name in ("TORCHELASTIC_RUN_ID", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert LaunchOptions().launcher("diagnose") is None
+    with pytest.raises(UsageError, match="--master-port needs --nproc-per-node"):
+        LaunchOptions(master_port=1234).launcher("diagnose")
+    with pytest.raises(UsageError, match="--nnodes"):
+        LaunchOptions(nproc_per_node=2, nnodes="two").launcher("diagnose")
+    assert LaunchOptions(nproc_per_node=2, max_restarts=3).launcher("diagnose") == Launcher(
+        nproc_per_node=2, max_restarts=3
+    )
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    with pytest.raises(UsageError, match="inside a rank that torchrun started"):
+        LaunchOptions().launcher("diagnose")
+
+
+def test_the_launchers_failure_summary_names_the_root_cause_rank() -> None:
+    tail = (
+        "Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 5)\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : now\n  host      : localhost\n"
+        "  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 6)  (SIGKILL)\n"
+    )
+    found = ROOT_CAUSE.search(tail)
+    assert found is not None and found["rank"] == "1" and found["code"] == "-9"
