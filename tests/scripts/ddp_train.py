@@ -32,6 +32,7 @@ parser.add_argument("--kill-rank", type=int, default=-1, help="this rank kills i
 parser.add_argument("--no-group", action="store_true", help="each rank trains alone: no process group")
 parser.add_argument("--needs-launcher", action="store_true", help="always join a process group (needs RANK)")
 parser.add_argument("--epochs", type=int, default=100)
+parser.add_argument("--steps", type=int, default=0, help="stop after this many steps and print the throughput")
 parser.add_argument("--marker", help="rank 0 creates this file after --marker-after steps")
 parser.add_argument("--marker-after", type=int, default=10)
 args = parser.parse_args()
@@ -65,7 +66,7 @@ def main() -> None:
     if grouped:
         model = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    step = 0
+    step, started = 0, time.perf_counter()
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -81,6 +82,15 @@ def main() -> None:
             step += 1
             if args.marker and rank == 0 and step == args.marker_after:
                 open(args.marker, "w").close()
+            if step == 10:
+                started = time.perf_counter()  # the first steps start the workers: not timed
+            if step == args.steps:
+                break
+        if step == args.steps:
+            break
+    if args.steps and rank == 0:
+        world = dist.get_world_size() if grouped else 1
+        print(f"throughput: {(step - 10) * 32 * world / (time.perf_counter() - started):.1f} samples/s", flush=True)
     if grouped:
         dist.destroy_process_group()
 
