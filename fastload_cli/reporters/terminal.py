@@ -70,7 +70,8 @@ def _modes(report: Report) -> list[RenderableType]:
     modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
     shown = [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
     jobs = [r for r in report.runs if r.ranks]
-    return shown + [part for r in jobs for part in ranks_table(r, report.verdict.slowest_rank)]
+    slowest = report.verdict.slowest_rank  # as the real run names it
+    return shown + [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]
 
 
 def ranks_table(run: RunSummary, slowest: int | None) -> list[RenderableType]:
