@@ -33,6 +33,10 @@ TORCHRUN_HINT = (
     "Run it as a data-parallel job, with your torchrun line's options under the same names: "
     "fastload diagnose --nproc-per-node N SCRIPT -- ARGS"
 )
+PORT_IN_USE_HINT = (
+    "the job's rendezvous port is in use (another job, or one still closing): pass a free one with "
+    "--master-port (or --rdzv-endpoint HOST:PORT); on one node, leave both out and fastload picks a free port"
+)
 _TORCHRUN_SIGNS = (
     "rank expected, but not set",
     "world_size expected, but not set",
@@ -60,6 +64,8 @@ def hint_for(
         return WORKER_RAISED_HINT
     if any(sign in lowered for sign in _TORCHRUN_SIGNS):
         return TORCHRUN_HINT
+    if "eaddrinuse" in lowered or "address already in use" in lowered:
+        return PORT_IN_USE_HINT
     if "no module named 'torch'" in lowered:
         where = f" for {python}" if python else ""
         return (

@@ -131,7 +131,10 @@ class JobRun(_Run):
         raised = [ranks[k] for k in first if ranks[k].status is RunStatus.FAILED and ranks[k].error is not None]
         failed = raised[0] if raised else None
         killed = next((r for r in heard if r.signal_name is not None and r.stop_reason is StopReason.CHILD_DIED), None)
-        view = failed or killed or (heard[0] if heard else ranks[0])
+        if not heard:  # the launcher failed before any rank started (a port in use, a bad option)
+            status, reason = self._stopped() or (RunStatus.FAILED, StopReason.SCRIPT_ENDED)
+            return replace(ranks[0], status=status, stop_reason=reason, exit_code=self.proc.returncode)
+        view = failed or killed or heard[0]
         status, reason = self._job_status(ranks)
         return replace(view, status=status, stop_reason=reason, ranks=tuple(sorted(heard, key=_rank_order)))
 

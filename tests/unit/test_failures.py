@@ -9,6 +9,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer.failures import (
+    PORT_IN_USE_HINT,
     SHM_HINT,
     TORCHRUN_HINT,
     WORKER_RAISED_HINT,
@@ -39,6 +40,12 @@ KILLED = "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed
             TORCHRUN_HINT,
         ),
         ("KeyError: 'LOCAL_RANK'", "", TORCHRUN_HINT),
+        (
+            "",
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+            "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
+            PORT_IN_USE_HINT,
+        ),
     ],
 )
 def test_known_signatures_get_their_hint(message: str, tail: str, hint: str) -> None:
