@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
@@ -56,16 +56,21 @@ def make_gates(
     )
 
 
+def read_document(path: str, named: str) -> Any:
+    """A JSON document from a file; a usage error that starts with ``named`` says what is wrong."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"{named}: cannot read it ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{named}: not a JSON document ({exc})", "pass a report written with --json") from None
+
+
 def read_report(path: str, option: str) -> Figures:
     """A JSON report from a file, as a comparison reads it; a usage error says what is wrong."""
     from fastload_cli.analyzer.compare import UnreadableReport, read_figures
 
-    try:
-        document = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{option} {path}: not a JSON document ({exc})", "pass a report written with --json") from None
+    document = read_document(path, f"{option} {path}")
     try:
         return read_figures(document, path)
     except UnreadableReport as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -30,12 +29,9 @@ def run_merge(paths: list[str], json_path: str | None, out: Output) -> None:
 
 
 def _read(path: str) -> dict[str, Any]:
-    try:
-        document = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a JSON document ({exc})", "pass a report written with --json") from None
+    from fastload_cli.cli.gating import read_document
+
+    document = read_document(path, path)
     if not isinstance(document, dict):
         raise UsageError(f"{path}: not a fastload report", "pass a report written with --json")
     return document
