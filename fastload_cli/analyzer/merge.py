@@ -18,7 +18,7 @@ from fastload_cli.analyzer import ranks
 from fastload_cli.records import RunStatus, RunSummary
 
 Document = Mapping[str, Any]
-# How a node's verdict names its own straggler (ranks.naming): the job's replaces it.
+# How a node's verdict names its own straggler (ranks.Straggler.where): the job's replaces it.
 _NAMED = re.compile(r" (on rank \d+|\(rank \d+ is the slowest\))$")
 _SUMMARY_FIELDS = {f.name for f in fields(RunSummary)}
 
@@ -56,10 +56,9 @@ def merge(documents: Sequence[Document], sources: Sequence[str]) -> dict[str, An
 
 
 def ranks_named(verdict: Mapping[str, Any], lagging: ranks.Straggler) -> Mapping[str, Any]:
-    where = f"on rank {lagging.rank}" if lagging.input_bound else f"(rank {lagging.rank} is the slowest)"
     return {
         **verdict,
-        "label": f"{verdict['label']} {where}",
+        "label": f"{verdict['label']} {lagging.where}",
         "slowest_rank": lagging.rank,
         "evidence": [lagging.finding.sentence, *verdict.get("evidence", ())],
     }

@@ -24,6 +24,11 @@ class Straggler:
     input_bound: bool  # its own input pipeline (True) or its step (False)
     finding: Finding
 
+    @property
+    def where(self) -> str:
+        """How a verdict's headline names it."""
+        return f"on rank {self.rank}" if self.input_bound else f"(rank {self.rank} is the slowest)"
+
 
 def job_summary(own: RunSummary, ranks: Sequence[RunSummary]) -> RunSummary:
     """The job's figures: ``own`` (the rank the job is seen from) with throughput summed over the
@@ -112,10 +117,9 @@ def real_job(runs: Sequence[RunResult]) -> RunResult | None:
 def naming(verdict: Verdict, lagging: Straggler) -> Verdict:
     """The verdict with the straggler named: in the headline when its own input pipeline holds the
     job back, and first in the evidence."""
-    where = f"on rank {lagging.rank}" if lagging.input_bound else f"(rank {lagging.rank} is the slowest)"
     return replace(
         verdict,
-        label=f"{verdict.label} {where}",
+        label=f"{verdict.label} {lagging.where}",
         slowest_rank=lagging.rank,
         evidence=(lagging.finding.sentence, *verdict.evidence),
         findings=(lagging.finding, *verdict.findings),

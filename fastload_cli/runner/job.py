@@ -37,7 +37,7 @@ from fastload_cli.records import (
 )
 from fastload_cli.runner.child import STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
-from fastload_cli.runner.launch import GpuReadings, HostReadings, _Run, _signal_name, child_command
+from fastload_cli.runner.launch import GpuReadings, HostReadings, _Run, _signal_name, child_command, ended
 
 
 def launcher_command(run: _Run) -> list[str]:
@@ -132,7 +132,7 @@ class JobRun(_Run):
         failed = raised[0] if raised else None
         killed = next((r for r in heard if r.signal_name is not None and r.stop_reason is StopReason.CHILD_DIED), None)
         if not heard:  # the launcher failed before any rank started (a port in use, a bad option)
-            status, reason = self._stopped() or (RunStatus.FAILED, StopReason.SCRIPT_ENDED)
+            status, reason = self.stopped() or (RunStatus.FAILED, StopReason.SCRIPT_ENDED)
             return replace(ranks[0], status=status, stop_reason=reason, exit_code=self.proc.returncode)
         view = failed or killed or heard[0]
         status, reason = self._job_status(ranks)
@@ -159,41 +159,22 @@ class JobRun(_Run):
         else its own end."""
         if c.end_reason is StopReason.SCRIPT_RAISED and not self._after_stop(c.end_ns):
             return RunStatus.FAILED, StopReason.SCRIPT_RAISED
-        return self._stopped() or self._ended(c)
+        return self.stopped() or ended(c)
 
     def _after_stop(self, t_ns: int | None) -> bool:
         asked = self.stop_asked_at
         return asked is not None and t_ns is not None and t_ns / 1e9 >= asked
-
-    def _stopped(self) -> tuple[RunStatus, StopReason] | None:
-        """The outcome of a stop fastload made, or None when the job ended by itself."""
-        if self.interrupted:
-            return RunStatus.INTERRUPTED, StopReason.INTERRUPTED
-        if self.stop_reason is StopReason.ENOUGH_BATCHES:
-            return RunStatus.OK, StopReason.ENOUGH_BATCHES
-        if self.stop_reason is StopReason.TIMEOUT:
-            return RunStatus.TIMEOUT, StopReason.TIMEOUT
-        return None
-
-    @staticmethod
-    def _ended(c: EventCollector) -> tuple[RunStatus, StopReason]:
-        if c.end_reason is StopReason.SCRIPT_RAISED:
-            return RunStatus.FAILED, StopReason.SCRIPT_RAISED
-        if c.end_reason is StopReason.SCRIPT_ENDED:
-            return (RunStatus.OK if c.end_exit_code == 0 else RunStatus.FAILED), StopReason.SCRIPT_ENDED
-        return RunStatus.FAILED, StopReason.CHILD_DIED
 
     def _job_status(self, ranks: tuple[RunResult, ...]) -> tuple[RunStatus, StopReason]:
         """The job's outcome: a stop fastload made, else the worst of the ranks' (a rank that
         raised, one that died, one that exited with an error), else every rank's clean end."""
         if any(r.stop_reason is StopReason.SCRIPT_RAISED for r in ranks):
             return RunStatus.FAILED, StopReason.SCRIPT_RAISED
-        stopped = self._stopped()
+        stopped = self.stopped()
         if stopped is not None:
             return stopped
-        for wanted in (StopReason.SCRIPT_RAISED, StopReason.CHILD_DIED):
-            if any(r.stop_reason is wanted for r in ranks):
-                return RunStatus.FAILED, wanted
+        if any(r.stop_reason is StopReason.CHILD_DIED for r in ranks):
+            return RunStatus.FAILED, StopReason.CHILD_DIED
         failed = any(r.status is RunStatus.FAILED for r in ranks) or self.proc.returncode not in (0, None)
         return (RunStatus.FAILED if failed else RunStatus.OK), StopReason.SCRIPT_ENDED
 

@@ -269,19 +269,26 @@ class _Run:
         return after - before if before is not None and after is not None else None
 
     def _status(self) -> tuple[RunStatus, StopReason]:
-        c = self.collector
+        return self.stopped() or ended(self.collector)
+
+    def stopped(self) -> tuple[RunStatus, StopReason] | None:
+        """The outcome of a stop fastload made, or None when the run ended by itself."""
         if self.interrupted:
             return RunStatus.INTERRUPTED, StopReason.INTERRUPTED
         if self.stop_reason is StopReason.ENOUGH_BATCHES:
             return RunStatus.OK, StopReason.ENOUGH_BATCHES
         if self.stop_reason is StopReason.TIMEOUT:
             return RunStatus.TIMEOUT, StopReason.TIMEOUT
-        if c.end_reason is StopReason.SCRIPT_ENDED:
-            ok = c.end_exit_code == 0
-            return (RunStatus.OK if ok else RunStatus.FAILED), StopReason.SCRIPT_ENDED
-        if c.end_reason is StopReason.SCRIPT_RAISED:
-            return RunStatus.FAILED, StopReason.SCRIPT_RAISED
-        return RunStatus.FAILED, StopReason.CHILD_DIED
+        return None
+
+
+def ended(c: EventCollector) -> tuple[RunStatus, StopReason]:
+    """The outcome of a process that ended by itself, as it said when it left."""
+    if c.end_reason is StopReason.SCRIPT_ENDED:
+        return (RunStatus.OK if c.end_exit_code == 0 else RunStatus.FAILED), StopReason.SCRIPT_ENDED
+    if c.end_reason is StopReason.SCRIPT_RAISED:
+        return RunStatus.FAILED, StopReason.SCRIPT_RAISED
+    return RunStatus.FAILED, StopReason.CHILD_DIED
 
 
 def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observer | None = None) -> RunResult:
