@@ -20,6 +20,7 @@ from fastload_cli.records import (
     RunSummary,
     StopReason,
     Substitution,
+    SweepResult,
     SystemSample,
 )
 
@@ -209,3 +210,23 @@ def summary(
         system_cpu_busy_fraction=system,
         iowait_fraction=0.0,
     )
+
+
+def sweep_result(**changes: object) -> SweepResult:
+    """A sweep's conclusion: the script's 2 workers against fewer, no gain beyond the noise unless
+    the fields given say otherwise."""
+    base = SweepResult(
+        points=(),
+        current_workers=2,
+        best_workers=0,
+        recommended_workers=2,
+        recommended_variant=None,
+        speedup=1.0,
+        noise=0.06,
+        significant=False,
+        memory_cost_bytes=None,
+        diminishing_at=0,
+        reason="",
+        stopped=None,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fastload_cli.analyzer import recommendations as rec
@@ -129,25 +131,16 @@ def test_no_workers_for_loading_cheaper_than_handing_batches_over() -> None:
 
 
 def swept(f: Facts, *, recommended: int, speedup: float, significant: bool, cost: int | None = None) -> Facts:
-    from dataclasses import replace
-
-    from fastload_cli.records import SweepResult
-
-    result = SweepResult(
-        points=(),
-        current_workers=2,
+    result = b.sweep_result(
         best_workers=recommended,
         recommended_workers=recommended if significant else 2,
-        recommended_variant=None,
         speedup=speedup,
-        noise=0.06,
         significant=significant,
         memory_cost_bytes=cost,
         diminishing_at=recommended,
         reason="IO latency hidden: ...",
-        stopped=None,
     )
-    return replace(f, sweep=result)
+    return dataclasses.replace(f, sweep=result)
 
 
 def test_a_sweep_that_measured_a_faster_setting_is_the_first_recommendation() -> None:

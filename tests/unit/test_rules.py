@@ -102,22 +102,7 @@ def test_a_tensor_dataset_is_indexed_a_batch_at_a_time() -> None:
 
 
 def test_whole_batches_are_advised_after_a_sweep_that_found_no_better_setting() -> None:
-    from fastload_cli.records import SweepResult
-
-    no_gain = SweepResult(
-        points=(),
-        current_workers=2,
-        best_workers=0,
-        recommended_workers=2,
-        recommended_variant=None,
-        speedup=1.05,
-        noise=0.1,
-        significant=False,
-        memory_cost_bytes=None,
-        diminishing_at=None,
-        reason="",
-        stopped=None,
-    )
+    no_gain = b.sweep_result(speedup=1.05, noise=0.1, diminishing_at=None)  # workers=0 within the noise
     f = facts(busy=0.1, loader={"dataset_type": "TensorDataset"}, sweep=no_gain)
     v = decide(f)
     assert v.bottleneck is Bottleneck.CPU

@@ -305,19 +305,8 @@ def test_a_long_wait_outweighs_an_in_between_ceiling() -> None:
 
 
 def swept(speedup: float) -> SweepResult:
-    return SweepResult(
-        points=(),
-        current_workers=4,
-        best_workers=0,
-        recommended_workers=0,
-        recommended_variant=None,
-        speedup=speedup,
-        noise=0.1,
-        significant=True,
-        memory_cost_bytes=None,
-        diminishing_at=0,
-        reason="cores saturated",
-        stopped=None,
+    return b.sweep_result(
+        current_workers=4, recommended_workers=0, speedup=speedup, noise=0.1, significant=True, reason="cores saturated"
     )
 
 
