@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fastload_cli.errors import FastloadError, ScriptNotFoundError, UsageError
-from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec
+from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec, Streamed
 
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
@@ -26,6 +27,9 @@ DEFAULT_PY_SPY_S = 3.0
 DEFAULT_SAMPLE_INTERVAL_S = 0.05
 # How long a child may take to leave after it was asked to stop, before it is terminated.
 DEFAULT_STOP_GRACE_S = 3.0
+
+# Whether what a run has streamed so far measures its throughput as well as needed (the analyzer's).
+SettleRule = Callable[[Streamed], bool]
 
 DIAGNOSE_MODES = (
     ModeSpec(mode=Mode.REAL),
@@ -89,6 +93,8 @@ class RunConfig:
     stop_grace_s: float = DEFAULT_STOP_GRACE_S
     py_spy_s: float = 0.0  # >0: sample the loading processes with py-spy this long (real mode)
     launcher: Launcher | None = None  # a data-parallel job: run through torch.distributed.run
+    fixed_batches: bool = False  # measure exactly max_batches: no stop once the estimate is stable
+    settle: SettleRule | None = None  # stop before max_batches once this says the estimate is stable
 
     @property
     def spec(self) -> ModeSpec:

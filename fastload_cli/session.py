@@ -17,6 +17,7 @@ from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, s
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.settle import settled
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, Launcher, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
@@ -71,6 +72,8 @@ class ModeRunner:
         """One run and its summary; measured again when other processes skewed it. ``first``: the
         run that must measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
+        if not config.fixed_batches:
+            config = replace(config, settle=settled)  # a mode ends once its estimate is stable
         if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
@@ -220,8 +223,8 @@ def verify(runner: ModeRunner, done: Outcome) -> Outcome:
 
 @dataclass(frozen=True, slots=True)
 class SweepRuns:
-    """``sweep-workers``: the num_workers search (or ``grid``), then prefetch_factor and pin_memory
-    variants at the setting it found best."""
+    """``sweep-workers``: the script's own setting, the num_workers search predicted from it (or
+    ``grid``), then prefetch_factor and pin_memory variants at the setting it found best."""
 
     max_workers: int
     grid: tuple[int, ...] | None = None
@@ -230,7 +233,11 @@ class SweepRuns:
 
     def execute(self, runner: ModeRunner) -> Outcome:
         limits = sweep_limits(self.max_workers, self.grid)
-        outcome = run_sweep(runner, limits)
+        # The search predicts from the script's own setting: measured first, as the script is.
+        own = run_modes(runner, (ModeSpec(mode=Mode.REAL),)) if self.grid is None else None
+        if own is not None and own.interrupted:
+            return own
+        outcome = run_sweep(runner, limits, done=own)
         if outcome.interrupted:
             return outcome
         found = next_runs.variants(outcome.runs, outcome.summaries, limits, self.prefetch_factors, self.pin_both)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import ranks, sweep, trials
+from fastload_cli.analyzer import predict, ranks, sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
@@ -20,8 +20,10 @@ from fastload_cli.analyzer.metrics import (
     steady_steps,
     summarize,
 )
+from fastload_cli.analyzer.predict import Curve
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.records import (
     UNDONE,
     BatchInfo,
@@ -107,7 +109,29 @@ def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: s
         current_workers(runs),
         sweep_limits_for(limits, runs),
         first.cpu_count if first else None,
+        prediction(runs, summaries, limits),
     )
+
+
+def prediction(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> Curve | None:
+    """Throughput against num_workers as predicted from the script's own setting's run (and the
+    synthetic run's rate, when one ran); None for a sweep of given settings, or before the
+    script's own setting has measured a throughput."""
+    if limits.grid is not None:
+        return None
+    current = current_workers(runs)
+    measured = [
+        (r, s)
+        for r, s in zip(runs, summaries, strict=True)
+        if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.spec.variant is None and s.throughput_samples_per_s
+    ]
+    own = next((s for r, s in measured if s.num_workers == current), None)
+    synthetic = _first(runs, summaries, Mode.SYNTHETIC)
+    run = next((r for r, _ in measured), None)
+    cores = run.cpu_count // max(1, len(run.ranks)) if run is not None and run.cpu_count else None
+    # Predicted past --max-workers too: where returns would end beyond it, the report says so.
+    reach = max(limits.max_workers, DEFAULT_MAX_WORKERS)
+    return predict.from_runs(own, synthetic[1] if synthetic else None, cores, reach)
 
 
 def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | None = None) -> list[SweepPoint]:

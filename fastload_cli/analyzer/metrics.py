@@ -27,10 +27,12 @@ from fastload_cli.records import (
     ProcSample,
     RunResult,
     RunSummary,
+    Streamed,
 )
 
 NS = 1e9
 Span = tuple[int, int]  # (start_ns, end_ns)
+Batches = RunResult | Streamed  # a finished run, or what a run in flight has streamed so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +56,18 @@ class Step:
 # --------------------------------------------------------------------------------------------
 
 
-def primary_loader_id(run: RunResult) -> int | None:
+def primary_loader_id(run: Batches) -> int | None:
     """The loader that delivered the most batches: the training loader, as a rule."""
     counts = Counter(b.loader_id for b in run.batches)
     return counts.most_common(1)[0][0] if counts else None
 
 
-def primary_loader(run: RunResult) -> LoaderInfo | None:
+def primary_loader(run: Batches) -> LoaderInfo | None:
     loader_id = primary_loader_id(run)
     return next((lo for lo in run.loaders if lo.loader_id == loader_id), run.loaders[0] if run.loaders else None)
 
 
-def loader_batches(run: RunResult) -> list[BatchRecord]:
+def loader_batches(run: Batches) -> list[BatchRecord]:
     """The training loader's batches, up to the number fastload asked for."""
     loader_id = primary_loader_id(run)
     return [b for b in run.batches if b.loader_id == loader_id][: run.requested_batches]
@@ -85,7 +87,7 @@ def epoch_batches(loader: LoaderInfo | None) -> int | None:
     return loader.dataset_len // loader.batch_size
 
 
-def steady_steps(run: RunResult) -> list[Step]:
+def steady_steps(run: Batches) -> list[Step]:
     """Steps after warm-up, without the start (and, with workers, the end) of any epoch.
 
     An epoch starts with its iterator's workers starting, then every worker delivering its first
@@ -113,7 +115,7 @@ def steady_steps(run: RunResult) -> list[Step]:
     return _steps(run, batches, first=1)
 
 
-def _steps(run: RunResult, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
+def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
     """Steps after warm-up, from each epoch's batch ``first`` on and before its batch ``end``;
     with ``first`` 0, batch 0's step starts at iter()."""
     skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
@@ -143,7 +145,7 @@ class _Waits:
         return sum(max(0, min(b, end_ns) - max(a, start_ns)) for a, b in self.waits[first:last])
 
 
-def _other_waits(run: RunResult, loader_id: int) -> _Waits | None:
+def _other_waits(run: Batches, loader_id: int) -> _Waits | None:
     waits = [(b.wait_start_ns, b.wait_end_ns) for b in run.batches if b.loader_id != loader_id]
     return _Waits(waits) if waits else None
 

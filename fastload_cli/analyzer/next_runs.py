@@ -10,8 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastload_cli.analyzer import Analysis, current_workers, first_loader, sweep, sweep_limits_for, sweep_points
+from fastload_cli.analyzer import (
+    Analysis,
+    current_workers,
+    first_loader,
+    guided,
+    prediction,
+    sweep,
+    sweep_limits_for,
+    sweep_points,
+)
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import epoch_batches
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.records import Bottleneck, FixSpec, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
@@ -100,17 +110,25 @@ def worth_caching(analysis: Analysis) -> bool:
 def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_batches: int) -> tuple[int, int]:
     """A sweep point's warm-up and measured batches: at start-up every worker delivers its first
     ``prefetch_factor`` batches at once, so those are warm-up; the window holds a few rounds of
-    batches from all workers."""
+    batches from all workers. Where an epoch is too short for a steady window at this setting,
+    the window spans ``SWEEP_WHOLE_EPOCHS`` whole epochs, each one's start-up and drain included."""
     workers = spec.workers or 0
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
-    return max(warmup, burst), max(max_batches, th.SWEEP_ROUNDS * workers)
+    batches = max(max_batches, th.SWEEP_ROUNDS * workers)
+    epoch = epoch_batches(loader)
+    if epoch and workers * (2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS) > epoch:
+        batches = max(batches, th.SWEEP_WHOLE_EPOCHS * epoch)  # no steady window: whole epochs, measured
+    return max(warmup, burst), batches
 
 
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
-    points = sweep_points(runs, summaries)
-    return sweep.plan(points, sweep_limits_for(limits, runs), current_workers(runs))
+    points, current = sweep_points(runs, summaries), current_workers(runs)
+    curve = prediction(runs, summaries, limits)
+    if curve is not None and current is not None:
+        return guided.plan(points, sweep_limits_for(limits, runs), current, curve)
+    return sweep.plan(points, sweep_limits_for(limits, runs), current)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches
+from fastload_cli.analyzer.predict import Curve, error
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import LoaderInfo, RunSummary, SweepPoint, SweepResult
@@ -114,11 +116,11 @@ def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
         groups.setdefault((p.workers, p.variant), []).append(p)
     merged = []
     for group in groups.values():
-        ok = _ok(group)
+        ok = usable(group)
         if len(group) == 1 or not ok:
             merged.append(group[-1])
             continue
-        rates = [_throughput(p) for p in ok]
+        rates = [throughput(p) for p in ok]
         mean = sum(rates) / len(rates)
         between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
         within = max((p.spread for p in ok if p.spread is not None), default=0.0)
@@ -126,22 +128,22 @@ def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     return merged
 
 
-def _plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
+def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
     """Points without prefetch_factor / pin_memory overrides, one per worker count."""
     return {p.workers: p for p in merge(points) if p.variant is None}
 
 
-def _ok(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     return [p for p in points if p.throughput_samples_per_s is not None]
 
 
-def _throughput(p: SweepPoint) -> float:
+def throughput(p: SweepPoint) -> float:
     return p.throughput_samples_per_s or 0.0
 
 
 def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> NextSetting:
     """The next setting to measure, given those measured so far."""
-    measured = _plain(points)
+    measured = plain(points)
     if limits.grid is not None:  # measured exactly as asked; a window too short gets a caveat
         wanted = [*limits.grid, *([current] if current is not None else [])]
         return NextSetting(next((w for w in wanted if w not in measured), None))
@@ -151,16 +153,16 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> N
     if current is not None and current not in measured:
         return NextSetting(current, stopped)
     refine = _refinement(measured, limits, current)
-    return NextSetting(refine if refine is not None else _confirmation(measured, limits, current), stopped)
+    return NextSetting(refine if refine is not None else confirmation(measured, limits, current), stopped)
 
 
-def _confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
+def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
     """The best setting and the script's own, measured once more each when they differ: the
     recommendation rests on their difference, and one run of each can be off by the machine's noise."""
-    ok = _ok(measured.values())
+    ok = usable(measured.values())
     if not limits.confirm or not ok or current is None or measured[current].throughput_samples_per_s is None:
         return None
-    best = max(ok, key=_throughput).workers
+    best = max(ok, key=throughput).workers
     if best == current:
         return None
     return next((w for w in (best, current) if measured[w].runs < 2), None)
@@ -168,7 +170,7 @@ def _confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
     """The next rung to climb to, or None and why the climb ended (None: it stopped improving)."""
-    measured = _plain(points)
+    measured = plain(points)
     steps, limited = rungs(points, limits)
     flat = 0  # rungs in a row that were not faster than every setting below them
     for rung in steps:
@@ -177,8 +179,8 @@ def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str
             return rung, None
         if found.throughput_samples_per_s is None:
             return None, f"the run with {rung} workers failed"
-        below = _ok(p for w, p in measured.items() if w < rung)
-        flat = flat + 1 if rung > 1 and below and not faster(found, max(below, key=_throughput)) else 0
+        below = usable(p for w, p in measured.items() if w < rung)
+        flat = flat + 1 if rung > 1 and below and not faster(found, max(below, key=throughput)) else 0
         if flat >= th.SWEEP_PATIENCE:
             return None, limited if rung == steps[-1] else None  # the last rung a limit allowed: say which
     if flat:
@@ -202,7 +204,7 @@ def rungs(points: Sequence[SweepPoint], limits: Limits) -> tuple[list[int], str 
 
 
 def _limited(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
-    return limits.too_many(workers) or _over_budget(points, workers, limits)
+    return limits.too_many(workers) or over_budget(points, workers, limits)
 
 
 def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
@@ -210,10 +212,10 @@ def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | 
     rungs = set(ladder(limits.max_workers))
     if sum(1 for w in measured if w not in rungs and w != current) >= limits.refine:
         return None
-    ok = _ok(measured.values())
+    ok = usable(measured.values())
     if not ok:
         return None
-    top = max(ok, key=_throughput)
+    top = max(ok, key=throughput)
     best = top.workers
     lower = max((w for w in measured if w < best), default=None)
     upper = min((w for w in measured if w > best), default=None)
@@ -229,6 +231,17 @@ def _refinement(measured: dict[int, SweepPoint], limits: Limits, current: int | 
     return None
 
 
+def capped(workers: int, points: Sequence[SweepPoint], limits: Limits) -> tuple[int, str | None]:
+    """``workers``, or the most under it that ``max_workers`` and the memory left allow, and why."""
+    if workers > limits.max_workers:
+        return limits.max_workers, f"it reached --max-workers {limits.max_workers}"
+    for n in range(workers, 0, -1):
+        why = over_budget(points, n, limits)
+        if why is None:
+            return n, None if n == workers else over_budget(points, workers, limits)
+    return 0, None
+
+
 def projected_rss(points: Sequence[SweepPoint], workers: int) -> int | None:
     """Process-tree RSS at ``workers``, extrapolated from the two largest settings measured.
 
@@ -242,7 +255,7 @@ def projected_rss(points: Sequence[SweepPoint], workers: int) -> int | None:
     return int(r2 + per_worker * (workers - w2))
 
 
-def _over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
+def over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
     need = projected_rss(points, workers)
     budget = limits.memory_budget_bytes
     if need is None or budget is None or need <= budget:
@@ -256,15 +269,16 @@ def _over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> 
 
 
 def conclude(
-    points: Sequence[SweepPoint], current: int | None, limits: Limits, cpu_count: int | None
+    points: Sequence[SweepPoint], current: int | None, limits: Limits, cpu_count: int | None, curve: Curve | None = None
 ) -> SweepResult | None:
-    """The setting to use, its measured speedup over the script's own, and where returns end."""
-    measured = _plain(points)
-    ok = _ok(measured.values())
+    """The setting to use, its measured speedup over the script's own, and where returns end;
+    with the prediction the search started from (``curve``), and how far off it was."""
+    measured = plain(points)
+    ok = usable(measured.values())
     if not ok:
         return None
-    best = max(ok, key=_throughput)
-    near_best = [p for p in ok if _throughput(p) >= _throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
+    best = max(ok, key=throughput)
+    near_best = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
     chosen = min(near_best, key=lambda p: p.workers)
     knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
     base = measured.get(current) if current is not None else None
@@ -275,7 +289,7 @@ def conclude(
     significant = base is not None and faster(top, base)
     if base is not None and not significant:
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
-    stopped = climb(points, limits)[1] if limits.grid is None else None
+    stopped = _stopped(points, limits, curve)
     # A limit cut the search short while the most workers measured were as fast as any (within the
     # noise): returns had not ended yet, as far as anything measured shows.
     highest = measured[max(measured)]
@@ -286,7 +300,7 @@ def conclude(
         best_workers=best.workers,
         recommended_workers=chosen.workers,
         recommended_variant=variant.variant if variant else None,
-        speedup=_throughput(top) / _throughput(base) if base is not None and _throughput(base) > 0 else None,
+        speedup=throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None,
         noise=noise(top, base) if base is not None else th.SWEEP_NOISE_FLOOR,
         significant=significant,
         memory_cost_bytes=(
@@ -296,8 +310,24 @@ def conclude(
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count),
         stopped=stopped,
         caveats=whole_epochs(measured, limits),
+        **_predicted(curve, measured, current),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
+
+
+def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None) -> str | None:
+    """Why the search ended before returns were seen to end, when a limit ended it."""
+    if limits.grid is not None:
+        return None
+    return capped(curve.best, points, limits)[1] if curve is not None else climb(points, limits)[1]
+
+
+def _predicted(curve: Curve | None, measured: dict[int, SweepPoint], current: int | None) -> dict[str, Any]:
+    """The prediction's curve and best setting, and its error at the settings measured to verify it."""
+    if curve is None:
+        return {}
+    verified = [(w, throughput(p)) for w, p in measured.items() if w != current and p.throughput_samples_per_s]
+    return {"predicted": curve.points, "predicted_best": curve.best, "prediction_error": error(curve, verified)}
 
 
 def conclusion(result: SweepResult) -> str:
@@ -323,8 +353,8 @@ def returns(result: SweepResult) -> str:
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
     """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
-    variants = _ok(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
-    winner = max(variants, key=_throughput, default=None)
+    variants = usable(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
+    winner = max(variants, key=throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None
 
 

@@ -71,6 +71,12 @@ CONFIDENCE_DISTURBED = 0.75
 
 # Fewer steady-state batches than this: numbers are rough, and the report says so.
 MIN_STEADY_BATCHES = 10
+# A mode stops before --max-batches once the standard error of its throughput estimate (read from
+# consecutive rounds of one batch per worker) is within this share of it: two such estimates
+# then tell apart the sweep's 5% noise floor at about two standard errors.
+SETTLE_PRECISION = 0.025
+# ... and never before its window holds this many rounds of every worker (and MIN_STEADY_BATCHES).
+SETTLE_ROUNDS = 4
 # Share of late sampler ticks above which CPU readings are called coarse.
 LATE_TICKS_NOTABLE = 0.10
 
@@ -106,6 +112,12 @@ DEFAULT_PREFETCH_FACTOR = 2
 # A sweep point measures at least this many batches per worker, so every worker delivers several
 # times within the window (workers deliver in bursts, one batch each).
 SWEEP_ROUNDS = 3
+
+# A setting whose epoch leaves no steady window is measured over this many whole epochs.
+SWEEP_WHOLE_EPOCHS = 3
+# Settings a sweep that starts from a prediction measures at most, besides the script's own: the
+# predicted best and its neighbours, and a few more while the measured points keep rising.
+PREDICT_MAX_SETTINGS = 5
 
 # -- Recommendation rules that rest on the breakdown, the batch and the epochs --------------------
 

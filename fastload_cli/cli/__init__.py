@@ -25,6 +25,7 @@ from fastload_cli.cli.options import (
     Debug,
     Drop,
     FailOn,
+    FixedBatches,
     FixOption,
     HtmlPath,
     JsonPath,
@@ -101,6 +102,7 @@ def diagnose(
     script_args: ScriptArgs = None,
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
+    fixed_batches: FixedBatches = False,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     modes: Modes = None,
     keep_transform: Keep = None,
@@ -135,7 +137,9 @@ def diagnose(
         from fastload_cli.session import DiagnoseRuns
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
-        base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
+        base = make_config(
+            script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform, fixed=fixed_batches
+        )
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         base = with_launcher(base, launch, "diagnose", out)
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
@@ -151,6 +155,7 @@ def synthetic_compare(
     script_args: ScriptArgs = None,
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
+    fixed_batches: FixedBatches = False,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     keep_transform: Keep = None,
     drop_transform: Drop = None,
@@ -176,7 +181,9 @@ def synthetic_compare(
         from fastload_cli.config import DIAGNOSE_MODES
         from fastload_cli.session import DiagnoseRuns
 
-        base = make_config(script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform)
+        base = make_config(
+            script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform, fixed=fixed_batches
+        )
         base = with_launcher(base, launch, "synthetic-compare", out)
         run_command("synthetic-compare", base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
 
@@ -193,6 +200,7 @@ def sweep_workers(
     pin_memory: PinMemoryBoth = None,
     max_batches: MaxBatches = DEFAULT_SWEEP_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
+    fixed_batches: FixedBatches = False,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     json_path: JsonPath = None,
     output: OutputTo = None,
@@ -218,7 +226,7 @@ def sweep_workers(
 
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
-        base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        base = make_config(script, script_args, max_batches, warmup, timeout, None, None, fixed=fixed_batches)
         base = with_launcher(base, launch, "sweep-workers", out)
         if grid is None and fixed_plan(base, out):
             raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
@@ -236,6 +244,7 @@ def try_fixes(
     fix: FixOption = [],  # noqa: B006 (typer reads the default; it is never mutated)
     max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
+    fixed_batches: FixedBatches = False,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     json_path: JsonPath = None,
     output: OutputTo = None,
@@ -260,7 +269,7 @@ def try_fixes(
         from fastload_cli.session import TryRuns
 
         fixes = parse_fixes(fix)
-        base = make_config(script, script_args, max_batches, warmup, timeout, None, None)
+        base = make_config(script, script_args, max_batches, warmup, timeout, None, None, fixed=fixed_batches)
         base = with_launcher(base, launch, "try", out)
         run_command("try", base, TryRuns(fixes), out)
 
@@ -400,6 +409,7 @@ def make_config(
     keep: list[str] | None,
     drop: list[str] | None,
     cwd: Path | None = None,
+    fixed: bool = False,
 ) -> RunConfig:
     from fastload_cli.config import check_counts, check_script
     from fastload_cli.records import ChildSpec
@@ -414,6 +424,7 @@ def make_config(
         max_batches=max_batches,
         timeout_s=timeout,
         cwd=cwd,
+        fixed_batches=fixed,
     )
 
 

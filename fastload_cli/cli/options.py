@@ -13,6 +13,14 @@ from fastload_cli.reporters import FORMATS
 # --------------------------------------------------------------------------------------------
 
 MaxBatches = Annotated[int, typer.Option("--max-batches", help="Batches measured per mode, after warm-up.", min=1)]
+FixedBatches = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-batches",
+        help="Measure exactly --max-batches batches per mode; by default a mode ends earlier once its throughput "
+        "estimate is stable.",
+    ),
+]
 Warmup = Annotated[int, typer.Option("--warmup", help="Batches run before measuring (worker start-up, caches).", min=0)]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds allowed per mode.", min=0.001)]
 JsonPath = Annotated[

@@ -278,3 +278,15 @@ class RunResult:
     @property
     def label(self) -> str:
         return self.spec.label
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Streamed:
+    """What a run in flight has streamed so far: the batches its measured window is cut from, read
+    the way a finished ``RunResult`` is (the parent asks whether the estimate is stable yet)."""
+
+    batches: tuple[BatchRecord, ...]
+    loaders: tuple[LoaderInfo, ...]
+    iterators: tuple[IteratorInfo, ...]
+    warmup_batches: int
+    requested_batches: int

@@ -181,6 +181,7 @@ class StopReason(enum.Enum):
     """Why a child run ended."""
 
     ENOUGH_BATCHES = "enough-batches"  # fastload stopped it: the measurement was complete
+    SETTLED = "settled"  # fastload stopped it before --max-batches: its throughput estimate was stable
     SCRIPT_ENDED = "script-ended"  # the script returned or called sys.exit
     SCRIPT_RAISED = "script-raised"  # uncaught exception in the script
     CHILD_DIED = "child-died"  # killed by a signal, or exited without a word

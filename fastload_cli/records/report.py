@@ -184,6 +184,12 @@ class SweepResult:
     conclusion: str = ""  # what to do, in one sentence, with the measured speedup
     returns: str = ""  # where returns end and why, in one sentence
     caveats: tuple[str, ...] = ()  # what limits a measured setting's figures (a window of whole epochs)
+    # The throughput the search predicted from the script's own run before measuring (workers,
+    # samples/s), the setting it predicted returns end at, and its median relative error at the
+    # settings measured to verify it (None without a prediction, or nothing to check it against).
+    predicted: tuple[tuple[int, float], ...] = ()
+    predicted_best: int | None = None
+    prediction_error: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -192,6 +192,17 @@ def _status(r: RunSummary) -> Text:
     return Text(r.status.value, style="green" if r.status is RunStatus.OK else "bold red")
 
 
+# Why a run ended, as the modes table says it: fastload's stops, and the script's own end.
+STOPPED = {
+    "settled": "estimate stable",
+    "enough-batches": "--max-batches",
+    "script-ended": "script ended",
+    "script-raised": "script raised",
+    "child-died": "killed",
+    "timeout": "timeout",
+    "interrupted": "Ctrl-C",
+}
+
 ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
     ("status", _status),
     ("throughput", lambda r: num(r.throughput_samples_per_s, " samples/s")),
@@ -206,6 +217,7 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
     ("GPU busy", lambda r: percent(r.gpu_util_percent)),
     ("storage reads", lambda r: byte_rate(r.read_bytes_per_s)),
     ("batches measured", lambda r: str(r.batches)),
+    ("stopped", lambda r: STOPPED.get(r.stop_reason or "", "—")),
 )
 
 
@@ -215,7 +227,17 @@ def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Renderable
         expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True
     )
     table.add_column("workers", no_wrap=True)
-    for name in ("samples/s", "vs own", "wait", "CPU main/wk", "RSS", "start-up", "step p90"):
+    predicted = dict(result.predicted)
+    for name in (
+        "samples/s",
+        *(["predicted"] if predicted else []),
+        "vs own",
+        "wait",
+        "CPU main/wk",
+        "RSS",
+        "start-up",
+        "step p90",
+    ):
         table.add_column(name, justify="right", no_wrap=True)
     own = next((p for p in result.points if p.workers == result.current_workers and p.variant is None), None)
     own_rate = own.throughput_samples_per_s if own is not None else None
@@ -223,9 +245,11 @@ def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Renderable
         run = next((r for r in reversed(runs) if r.mode == point.mode and r.variant == point.variant), None)
         rate = point.throughput_samples_per_s
         spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
+        guess = [num(predicted.get(point.workers))] if predicted else []
         table.add_row(
             _point_label(point, result),
             num(rate) + spread,
+            *guess,
             f"{rate / own_rate:.2f}x" if rate and own_rate else DASH,
             pct(point.data_wait_fraction),
             DASH if run is None else f"{percent(run.main_cpu_percent)}/{percent(run.workers_cpu_percent)}",
@@ -235,11 +259,20 @@ def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Renderable
         )
     lines: list[RenderableType] = [table, _chart(result.points)]
     lines.append(Text(result.returns))
+    if result.predicted_best is not None:
+        lines.append(Text(_prediction(result), style="dim"))
     if result.diminishing_at is not None and result.stopped:
         lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
     lines.append(Text(result.conclusion, style="bold"))
     heading = f"num_workers sweep (the script's own: {whole(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
     return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]
+
+
+def _prediction(result: SweepResult) -> str:
+    """Where the prediction said returns end, and how far off it was where it was checked."""
+    off = result.prediction_error
+    checked = f"; off by {100 * off:.0f}% (median) at the settings measured to verify it" if off is not None else ""
+    return f"Predicted from the script's own run: returns end at {result.predicted_best} workers{checked}."
 
 
 def _chart(points: tuple[SweepPoint, ...]) -> Table:

@@ -100,6 +100,11 @@ class JobRun(_Run):
         """Batches every rank has: the job stops when the last rank has its share."""
         return min(c.most_batches() for c in self.collectors.values())
 
+    def settled(self) -> bool:
+        """Every rank's estimate is stable: the job stops when the last rank's is."""
+        settle = self.config.settle
+        return settle is not None and all(settle(self.streamed(c)) for c in self.collectors.values())
+
     def ask_stop(self, reason: StopReason) -> None:
         """The stop goes to every rank at once (never to the agent, which would tear the job down)."""
         self.stop_reason = self.stop_reason or reason

@@ -35,6 +35,7 @@ from fastload_cli.records import (
     RunStatus,
     SamplerHealth,
     StopReason,
+    Streamed,
 )
 from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
@@ -167,8 +168,25 @@ class _Run:
             self._profile_loading()
         if self.observer.on_batches is not None:
             self.observer.on_batches(done, self.config.requested_batches)
-        if done >= self.config.requested_batches and self.stop_asked_at is None and not self._profiling():
+        if self.stop_asked_at is not None or self._profiling():
+            return
+        if done >= self.config.requested_batches:
             self.ask_stop(StopReason.ENOUGH_BATCHES)
+        elif done > self.config.warmup and self.settled():
+            self.ask_stop(StopReason.SETTLED)
+
+    def settled(self) -> bool:
+        """The throughput estimate is as stable as the run's settle rule asks (never without one)."""
+        return self.config.settle is not None and self.config.settle(self.streamed(self.collector))
+
+    def streamed(self, c: EventCollector) -> Streamed:
+        return Streamed(
+            batches=tuple(c.batches),
+            loaders=tuple(c.loaders),
+            iterators=tuple(c.iterators),
+            warmup_batches=self.config.warmup,
+            requested_batches=self.config.requested_batches,
+        )
 
     def _profiling(self) -> bool:
         """py-spy is sampling the loading processes: the run goes on until it is done (the batches
@@ -275,8 +293,8 @@ class _Run:
         """The outcome of a stop fastload made, or None when the run ended by itself."""
         if self.interrupted:
             return RunStatus.INTERRUPTED, StopReason.INTERRUPTED
-        if self.stop_reason is StopReason.ENOUGH_BATCHES:
-            return RunStatus.OK, StopReason.ENOUGH_BATCHES
+        if self.stop_reason in (StopReason.ENOUGH_BATCHES, StopReason.SETTLED):
+            return RunStatus.OK, self.stop_reason
         if self.stop_reason is StopReason.TIMEOUT:
             return RunStatus.TIMEOUT, StopReason.TIMEOUT
         return None

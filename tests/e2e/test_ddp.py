@@ -53,7 +53,7 @@ def test_a_rank_whose_loader_reads_slowly_is_the_slowest_and_the_verdict_names_i
 
 def test_a_rank_that_raises_stops_the_job_and_its_traceback_is_kept() -> None:
     done = run_fastload("diagnose", "--nproc-per-node", "2", DDP, "--modes", "real", "--max-batches", "500",
-                        "--json", "-", "--", "--fail-rank", "1", "--fail-at", "15")  # fmt: skip
+                        "--fixed-batches", "--json", "-", "--", "--fail-rank", "1", "--fail-at", "15")  # fmt: skip
     report = report_of(done)
     real = report["runs"][0]
     assert real["status"] == "failed"
@@ -71,7 +71,8 @@ def test_ctrl_c_stops_every_rank_and_writes_the_partial_report(tmp_path: Path) -
     marker, out = tmp_path / "marker", tmp_path / "report.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "fastload_cli", "diagnose", "--nproc-per-node", "2", DDP, "--max-batches", "100000",
-         "--json", str(out), "--", "--load-ms", "3", "--marker", str(marker), "--marker-after", "15"],
+         "--fixed-batches", "--json", str(out), "--",
+         "--load-ms", "3", "--marker", str(marker), "--marker-after", "15"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

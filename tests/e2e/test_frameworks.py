@@ -41,7 +41,7 @@ def jpegs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def diagnose(script: str, *script_args: str, modes: str | None = None) -> dict:
-    options = ["--max-batches", str(BATCHES), "--no-sweep", "--json", "-", "-q"]
+    options = ["--max-batches", str(BATCHES), "--fixed-batches", "--no-sweep", "--json", "-", "-q"]
     if modes:
         options += ["--modes", modes]
     done = run_fastload("diagnose", str(FRAMEWORKS / script), *options, "--", *script_args, timeout=400)

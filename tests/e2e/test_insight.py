@@ -21,7 +21,8 @@ def report_of(done: subprocess.CompletedProcess[str]) -> dict:
 
 
 def diagnose(*args: str) -> dict:
-    return report_of(run_fastload("diagnose", PATTERNS, "--modes", "real", "--max-batches", "12", "--no-sweep", *args))
+    options = ("--modes", "real", "--max-batches", "12", "--fixed-batches", "--no-sweep")
+    return report_of(run_fastload("diagnose", PATTERNS, *options, *args))
 
 
 def test_the_breakdown_times_getitem_and_collate_and_leaves_the_runs_alone() -> None:

@@ -26,8 +26,8 @@ def diagnose(*script_args: str, modes: str = "real", max_batches: int = MAX_BATC
     """``fastload diagnose patterns.py`` with ``kw`` as fastload options; ``wall``: the test's limit."""
     extra = [item for key, value in kw.items() for item in (f"--{key.replace('_', '-')}", value)]
     return run_fastload(
-        "diagnose", PATTERNS, "--modes", modes, "--max-batches", str(max_batches), *extra, "--json", "-",
-        "--", *script_args, timeout=wall,
+        "diagnose", PATTERNS, "--modes", modes, "--max-batches", str(max_batches), "--fixed-batches", *extra,
+        "--json", "-", "--", *script_args, timeout=wall,
     )  # fmt: skip
 
 

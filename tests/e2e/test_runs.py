@@ -50,8 +50,8 @@ def test_a_script_that_fails_before_its_first_batch() -> None:
 
 
 def test_a_script_that_fails_after_some_batches_keeps_what_was_measured() -> None:
-    done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "40", "--json", "-", "--",
-                        "--fail-at", "25")  # fmt: skip
+    done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "40", "--fixed-batches",
+                        "--json", "-", "--", "--fail-at", "25")  # fmt: skip
     report = report_of(done)
     real, synthetic = report["runs"]
     assert real["status"] == "failed" and real["batches"] > 10
@@ -61,8 +61,8 @@ def test_a_script_that_fails_after_some_batches_keeps_what_was_measured() -> Non
 
 
 def test_a_child_killed_mid_run_loses_nothing_it_measured() -> None:
-    done = run_fastload("diagnose", TOY, "--modes", "real", "--max-batches", "60", "--json", "-", "--",
-                        "--workers", "2", "--kill-at", "30")  # fmt: skip
+    done = run_fastload("diagnose", TOY, "--modes", "real", "--max-batches", "60", "--fixed-batches", "--json", "-",
+                        "--", "--workers", "2", "--kill-at", "30")  # fmt: skip
     run = report_of(done)["runs"][0]
     assert run["status"] == "failed"
     assert run["error"].startswith("killed by SIGKILL")
@@ -101,7 +101,7 @@ def test_a_timeout_before_the_first_batch_stops_a_sleeping_script() -> None:
 def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> None:
     seen_path = tmp_path / "seen.json"
     done = run_fastload("diagnose", str(SCRIPTS / "synthetic_check.py"), "--modes", "real,synthetic", "--warmup", "3",
-                        "--max-batches", "20", "--json", "-", "--", str(seen_path))  # fmt: skip
+                        "--max-batches", "20", "--fixed-batches", "--json", "-", "--", str(seen_path))  # fmt: skip
     report_of(done)
     seen = json.loads(seen_path.read_text())  # written by the last run: synthetic
     assert seen["steps"] >= 20
@@ -113,7 +113,7 @@ def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> Non
 
 def test_a_background_thread_loader_stops_cleanly() -> None:
     done = run_fastload("diagnose", str(SCRIPTS / "thread_prefetch.py"), "--modes", "real", "--warmup", "2",
-                        "--max-batches", "20", "--json", "-", timeout=120)  # fmt: skip
+                        "--max-batches", "20", "--fixed-batches", "--json", "-", timeout=120)  # fmt: skip
     report = report_of(done)
     assert report["runs"][0]["status"] == "ok"
     assert report["runs"][0]["batches"] == 20  # after 2 warm-up batches (the epoch's first among them)
@@ -123,8 +123,8 @@ def test_a_background_thread_loader_stops_cleanly() -> None:
 def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_path: Path, sig: int, code: int) -> None:
     marker, out = tmp_path / "marker", tmp_path / "report.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fastload_cli", "diagnose", TOY, "--max-batches", "100000", "--json", str(out), "--",
-         "--workers", "2", "--load-ms", "5", "--marker", str(marker), "--marker-after", "20"],
+        [sys.executable, "-m", "fastload_cli", "diagnose", TOY, "--max-batches", "100000", "--fixed-batches",
+         "--json", str(out), "--", "--workers", "2", "--load-ms", "5", "--marker", str(marker), "--marker-after", "20"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -146,6 +146,6 @@ def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_pa
 
 def test_objects_that_resist_introspection_do_not_break_the_script() -> None:
     report = report_of(run_fastload("diagnose", str(SCRIPTS / "hostile_objects.py"), "--modes", "real,synthetic",
-                                    "--max-batches", "10", "--json", "-"))  # fmt: skip
+                                    "--max-batches", "10", "--fixed-batches", "--json", "-"))  # fmt: skip
     assert [run["status"] for run in report["runs"]] == ["ok", "ok"]
     assert all(run["batches"] == 10 for run in report["runs"])

@@ -12,7 +12,7 @@ from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
-from fastload_cli.records import Bottleneck, Mode, RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import Bottleneck, Mode, ModeSpec, RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS
 
@@ -92,38 +92,54 @@ def test_an_interrupted_run_ends_the_sequence(monkeypatch: pytest.MonkeyPatch) -
     assert outcome.interrupted and calls == ["real", "synthetic"]
 
 
-def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2) -> list[RunConfig]:
+def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: bool = True) -> list[RunConfig]:
     """run_mode replaced by a pipeline whose step takes max(10 ms, 80 ms / workers): loading
-    scales with workers until the 10 ms step is the limit (at 8)."""
+    scales with workers until the 10 ms step is the limit (at 8); the synthetic run's step is
+    10 ms. ``known``: the loaders say the script's own setting."""
     calls: list[RunConfig] = []
 
     def run_mode(config, nvml, observer):
         calls.append(config)
         n = config.spec.workers if config.spec.workers is not None else own_workers
-        step = max(10.0, 80.0 / max(n, 1))
+        step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
-        loader = dataclasses.replace(b.loader(num_workers=n), original_num_workers=own_workers)
+        loader = b.loader(num_workers=n)
+        if known and config.spec.mode is Mode.WORKERS:
+            loader = dataclasses.replace(loader, original_num_workers=own_workers)
         return dataclasses.replace(b.run(config.spec.label, batch_list, loaders=[loader]), warmup_batches=config.warmup)
 
     monkeypatch.setattr(session, "run_mode", run_mode)
     return calls
 
 
-def test_a_sweep_climbs_refines_and_confirms(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
     runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    outcome = session.run_sweep(runner, sweep.Limits(), done=own)
+    # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
+    # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
+    assert [c.spec.workers for c in calls[2:]] == [8, 6, 12, 8, 2]  # then 8 and 2 again: confirmed
+    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    assert result is not None
+    assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)
+    assert result.prediction_error == pytest.approx(0.0, abs=0.01)  # 6, 8 and 12 measured as predicted
+    assert result.recommended_workers == 8
+    assert result.speedup == pytest.approx(4.0, rel=0.01)
+    assert result.significant
+
+
+def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pipeline(monkeypatch, known=False)
+    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     outcome = session.run_sweep(runner, sweep.Limits())
-    assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7, 8, 2]
+    assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7]
     # each point's warm-up covers the start-up burst, and its window several rounds of batches
     assert (calls[2].warmup, calls[2].max_batches) == (5, 20)
     assert (calls[4].warmup, calls[4].max_batches) == (16, 24)  # 8 workers x 2 prefetched; x 3 rounds
     assert (calls[5].warmup, calls[5].max_batches) == (32, 48)
     result = analyze(outcome.runs, sweep.Limits()).facts.sweep
-    assert result is not None
-    assert result.current_workers == 2
-    assert result.recommended_workers == 8
-    assert result.speedup == pytest.approx(4.0, rel=0.01)
-    assert result.significant
+    assert result is not None and result.recommended_workers == 8 and result.predicted_best is None
 
 
 def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monkeypatch: pytest.MonkeyPatch) -> None:

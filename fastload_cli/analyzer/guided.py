@@ -1,0 +1,55 @@
+"""A num_workers sweep that starts from a prediction (``predict``) and verifies it.
+
+The setting where predicted returns end is measured first, then the one below it (do fewer
+workers do as well?), then, while the highest setting measured is the fastest beyond the noise,
+settings above it, half as many workers more each time: the search refines only where the
+measurements disagree with the prediction. An epoch too short for a steady window never caps it:
+such a setting is measured across whole epochs, each one's start-up and drain included, as
+training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
+end it. Then the best setting and the script's own are confirmed as in ``sweep``.
+
+Pure functions: the session runs what ``plan`` asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastload_cli.analyzer import sweep
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.predict import Curve
+from fastload_cli.records import SweepPoint
+
+
+def plan(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve: Curve) -> sweep.NextSetting:
+    """Verify a prediction: the setting where predicted returns end, the one below it (do fewer
+    workers do as well?), and the one above it while the measurements still rise. An epoch too
+    short for a steady window never caps it (such settings are measured across whole epochs);
+    memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS`` do."""
+    measured = sweep.plain(points)
+    failed = next((w for w, p in sorted(measured.items()) if p.throughput_samples_per_s is None), None)
+    if failed is not None:
+        return sweep.NextSetting(sweep.confirmation(measured, limits, current), f"the run with {failed} workers failed")
+    target, stopped = sweep.capped(curve.best, points, limits)
+    tried = [w for w in measured if w != current]
+    for workers in _around(target, measured, limits):
+        if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
+            return sweep.NextSetting(workers, stopped)
+    return sweep.NextSetting(sweep.confirmation(measured, limits, current), stopped)
+
+
+def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
+    """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
+    ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),
+    one above it (half as many more)."""
+    target = max(target, limits.min_workers)
+    lower = max(target - max(1, target // 4), limits.min_workers)
+    wanted = [target, *([lower] if lower < target else [])]
+    ok = sweep.usable(measured.values())
+    if ok and all(w in measured for w in wanted):
+        top = max(ok, key=sweep.throughput)
+        others = [p for p in ok if p.workers < top.workers]
+        rising = top.workers == max(measured) and (not others or sweep.faster(top, max(others, key=sweep.throughput)))
+        if rising and top.workers < limits.max_workers:
+            wanted.append(min(limits.max_workers, top.workers + max(1, top.workers // 2)))
+    return wanted

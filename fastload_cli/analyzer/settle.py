@@ -1,0 +1,46 @@
+"""When a mode has measured enough: the parent may stop a run before ``--max-batches`` once its
+throughput estimate is stable.
+
+The estimate is the steady window's samples over its time (``metrics.steady_steps``). Its
+precision is read from consecutive rounds of the window, a round being one batch per worker
+(workers deliver in rounds, so a round is the shortest stretch whose rate means anything): the
+standard error of the mean round rate, relative to it. A run has settled when that error is
+within ``SETTLE_PRECISION`` and the window holds at least ``MIN_STEADY_BATCHES`` batches and
+``SETTLE_ROUNDS`` rounds of every worker. A loop as regular as a long compute-bound step settles
+at that floor; a bursty one runs on to ``--max-batches`` as before.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import Batches, Step, primary_loader, steady_steps
+
+
+def settled(run: Batches) -> bool:
+    """The run's throughput estimate is known as well as a comparison needs."""
+    steps = steady_steps(run)
+    loader = primary_loader(run)
+    round_size = max(loader.num_workers if loader is not None else 0, 1)
+    if len(steps) < max(th.MIN_STEADY_BATCHES, th.SETTLE_ROUNDS * round_size):
+        return False
+    error = relative_error(steps, round_size)
+    return error is not None and error <= th.SETTLE_PRECISION
+
+
+def relative_error(steps: list[Step], round_size: int) -> float | None:
+    """The standard error of the mean rate over consecutive rounds of ``round_size`` steps,
+    relative to that mean; None with fewer than two whole rounds."""
+    rates = []
+    for start in range(0, len(steps) - round_size + 1, round_size):
+        block = steps[start : start + round_size]
+        elapsed = sum(s.step_ns for s in block)
+        if elapsed <= 0:
+            return None
+        rates.append(sum(s.batch.samples for s in block) / elapsed)
+    if len(rates) < 2:
+        return None
+    mean = statistics.fmean(rates)
+    return statistics.stdev(rates) / mean / math.sqrt(len(rates)) if mean > 0 else None

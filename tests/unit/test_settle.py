@@ -1,0 +1,54 @@
+"""When a mode may stop before --max-batches: its throughput estimate is stable, never before the
+floor of batches. Hand-built runs; each expectation is worked out in the comments."""
+
+from __future__ import annotations
+
+import pytest
+
+from fastload_cli.analyzer.metrics import steady_steps
+from fastload_cli.analyzer.settle import relative_error, settled
+from fastload_cli.records import Streamed
+from tests.unit import builders as b
+
+
+def streamed(batch_list: list, *, workers: int = 0, warmup: int = 2, requested: int = 52) -> Streamed:
+    run = b.run("real", batch_list, loaders=[b.loader(num_workers=workers)], warmup=warmup, requested=requested)
+    return Streamed(
+        batches=run.batches,
+        loaders=run.loaders,
+        iterators=run.iterators,
+        warmup_batches=run.warmup_batches,
+        requested_batches=run.requested_batches,
+    )
+
+
+def test_a_regular_step_settles_at_the_floor_of_batches() -> None:
+    # one second of compute per step, no wait: every step the same, so the error is zero
+    regular = b.batches([0] * 14, 1000)
+    assert not settled(streamed(regular[:11]))  # batches 0-1 are warm-up: 9 steady steps < 10
+    assert settled(streamed(regular[:12]))  # 10 steady steps
+
+
+def test_the_floor_covers_every_worker_several_times() -> None:
+    # 8 workers: at least 4 rounds of 8 batches, whatever the noise; burst 16 arrives at once first
+    regular = b.batches([300] + [0] * 15 + [10] * 60, 20)
+    assert not settled(streamed(regular[: 16 + 31], workers=8, warmup=0))
+    assert settled(streamed(regular[: 16 + 33], workers=8, warmup=0))
+
+
+def test_a_bursty_loop_runs_on() -> None:
+    # steps alternate 20 ms and 200 ms: each step is its own round (no workers), rates 1600 and 160
+    # samples/s; their error stays far above 2.5% for as many batches as a run takes
+    bursty = b.batches([0, 180] * 26, 20)
+    assert not settled(streamed(bursty))
+
+
+def test_the_error_is_the_standard_error_of_round_rates() -> None:
+    # two rounds of 2 steps each: 4 steps of 40 ms then 4 of 60 ms in rounds of two steps
+    steps = steady_steps(b.run("real", b.batches([0] * 9, [0, 40, 40, 40, 40, 60, 60, 60, 60]), warmup=0))
+    # rounds (2 steps of 32 samples): 64/0.08 = 800, 800, 64/0.12 = 533.3, 533.3
+    rates = [800, 800, 533.333, 533.333]
+    mean = sum(rates) / 4
+    sd = (sum((r - mean) ** 2 for r in rates) / 3) ** 0.5
+    assert relative_error(steps, 2) == pytest.approx(sd / mean / 2, rel=1e-3)
+    assert relative_error(steps[:1], 2) is None  # no whole round
