@@ -131,7 +131,18 @@ def prediction(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limit
     cores = run.cpu_count // max(1, len(run.ranks)) if run is not None and run.cpu_count else None
     # Predicted past --max-workers too: where returns would end beyond it, the report says so.
     reach = max(limits.max_workers, DEFAULT_MAX_WORKERS)
-    return predict.from_runs(own, synthetic[1] if synthetic else None, cores, reach)
+    return predict.from_runs(own, synthetic[1] if synthetic else None, cores, reach, _epochs(runs, limits, reach))
+
+
+def _epochs(runs: Sequence[RunResult], limits: sweep.Limits, reach: int) -> predict.Epochs | None:
+    """Settings the sweep measures over whole epochs (their epoch has no steady window), unless the
+    workers persist across epochs and start once."""
+    loader = first_loader(runs)
+    bounded = sweep_limits_for(limits, runs)
+    if loader is None or loader.persistent_workers or not bounded.epoch_batches or not loader.batch_size:
+        return None
+    whole = next((n for n in range(1, reach + 1) if bounded.too_many(n)), None)
+    return predict.Epochs(bounded.epoch_batches * loader.batch_size, whole) if whole is not None else None
 
 
 def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | None = None) -> list[SweepPoint]:

@@ -14,7 +14,10 @@ parallelism from the rates of the stages instead of walking up a ladder:
 - **the main process**: without workers, each sample is loaded between steps, in series.
 
 ``throughput(n) = min(consumer, n x worker, cores limit)`` for ``n >= 1`` and
-``1 / (1/consumer + load time per sample)`` for ``n = 0``. The setting to try first is the fewest
+``1 / (1/consumer + load time per sample)`` for ``n = 0``. Where an epoch is too short for a
+steady window at ``n`` (the sweep then measures whole epochs), each epoch also pays its start-up:
+the main process starting ``n`` workers one by one, then one worker's first batch (both read
+from the script's own run's first batch after ``iter()``). The setting to try first is the fewest
 workers within ``SWEEP_PREFER_FEWER_WITHIN`` of the highest predicted throughput: there returns
 end. The storage system's own limit and the memory per worker are not predicted: the measured
 points show the first, and the sweep's memory budget caps the second. Pure functions.
@@ -46,6 +49,8 @@ class Rates:
     cores: int | None  # cores the run's processes may use
     serial_s: float  # seconds to load one sample in the main process, between steps
     measured_at: int = 0  # the num_workers setting the rates were measured at
+    first_batch_s: float = 0.0  # an epoch's start: the first batch, loaded by one worker
+    fork_s: float = th.WORKER_START_S  # the main process's time to start each worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,15 @@ class Curve:
 
     def at(self, workers: int) -> float | None:
         return next((rate for n, rate in self.points if n == workers), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Epochs:
+    """Epochs too short for a steady window at some settings: those are measured over whole
+    epochs, each one's start-up (a worker started per worker, then a first batch) included."""
+
+    samples: int  # samples in one epoch
+    whole_from: int  # settings from this many workers up are measured over whole epochs
 
 
 def rates(run: RunSummary, consumer_per_s: float | None, cores: int | None) -> Rates | None:
@@ -85,9 +99,13 @@ def rates(run: RunSummary, consumer_per_s: float | None, cores: int | None) -> R
             cores=cores,
             serial_s=serial,
             measured_at=0,
+            first_batch_s=(run.samples / run.batches) * serial if run.batches else 0.0,
         )
     per_worker = rate / workers
     bound = wait >= LOADER_BOUND_WAIT
+    batch = run.samples / run.batches if run.batches else 0.0
+    first = min(run.startup_s or 0.0, batch / per_worker)  # a batch made by one worker, at most the start-up
+    fork = max(0.0, (run.startup_s or 0.0) - first) / workers  # the rest: starting the workers, one by one
     return Rates(
         consumer_per_s=consumer_per_s if bound else rate,  # the loop hardly waited: its rate is the step's
         worker_per_s=per_worker,
@@ -97,11 +115,14 @@ def rates(run: RunSummary, consumer_per_s: float | None, cores: int | None) -> R
         cores=cores,
         serial_s=1 / per_worker,
         measured_at=workers,
+        first_batch_s=first,
+        fork_s=fork if run.startup_s else th.WORKER_START_S,
     )
 
 
-def predict(r: Rates, max_workers: int) -> Curve:
-    """Throughput at every setting from 0 to ``max_workers``, from the stages' rates."""
+def predict(r: Rates, max_workers: int, epochs: Epochs | None = None) -> Curve:
+    """Throughput at every setting from 0 to ``max_workers``, from the stages' rates; where
+    ``epochs`` says a setting is measured over whole epochs, each epoch's start-up included."""
     consumer = r.consumer_per_s if r.consumer_per_s and r.consumer_per_s > 0 else math.inf
     cpu = r.loader_cpu_s + r.main_cpu_s
     cores = r.cores / cpu if r.cores and cpu > 0 else math.inf
@@ -110,7 +131,10 @@ def predict(r: Rates, max_workers: int) -> Curve:
         # Workers the loop did not wait on could each produce more than measured: up to the
         # measured count their rate is a lower bound, past it they are taken to keep up.
         per_worker = r.worker_per_s if r.bound or n <= r.measured_at else math.inf
-        points.append((n, min(consumer, n * per_worker, cores)))
+        steady = min(consumer, n * per_worker, cores)
+        if epochs is not None and n >= epochs.whole_from and math.isfinite(steady):
+            steady = epochs.samples / (r.first_batch_s + n * r.fork_s + epochs.samples / steady)
+        points.append((n, steady))
     finite = [(n, rate) for n, rate in points if math.isfinite(rate)]
     if not finite:
         return Curve(points=(), best=0, limit="nothing measured limits it")
@@ -121,14 +145,18 @@ def predict(r: Rates, max_workers: int) -> Curve:
 
 
 def from_runs(
-    own: RunSummary | None, synthetic: RunSummary | None, cores: int | None, max_workers: int
+    own: RunSummary | None,
+    synthetic: RunSummary | None,
+    cores: int | None,
+    max_workers: int,
+    epochs: Epochs | None = None,
 ) -> Curve | None:
     """The prediction a sweep starts from: the script's own run, and the synthetic run's rate."""
     if own is None:
         return None
     consumer = synthetic.throughput_samples_per_s if synthetic is not None else None
     found = rates(own, consumer, cores)
-    return predict(found, max_workers) if found is not None else None
+    return predict(found, max_workers, epochs) if found is not None else None
 
 
 def error(curve: Curve, measured: Sequence[tuple[int, float]]) -> float | None:

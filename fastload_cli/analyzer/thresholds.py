@@ -113,6 +113,9 @@ DEFAULT_PREFETCH_FACTOR = 2
 # times within the window (workers deliver in bursts, one batch each).
 SWEEP_ROUNDS = 3
 
+# Seconds the main process takes to start one DataLoader worker, where a run did not measure it
+# (its start-up, less its first batch, over its workers: 15-20 ms on the 2-core machine).
+WORKER_START_S = 0.02
 # A setting whose epoch leaves no steady window is measured over this many whole epochs.
 SWEEP_WHOLE_EPOCHS = 3
 # Settings a sweep that starts from a prediction measures at most, besides the script's own: the
