@@ -9,6 +9,7 @@ summary (computed once, here), the sweep limits in force, and the breakdown when
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -18,7 +19,13 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.settle import settled
-from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DEFAULT_SWEEP_BATCHES, Launcher, RunConfig
+from fastload_cli.config import (
+    DEFAULT_BREAKDOWN_ITEMS,
+    DEFAULT_FOLLOW_UP_BUDGET_S,
+    DEFAULT_SWEEP_BATCHES,
+    Launcher,
+    RunConfig,
+)
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
     Breakdown,
@@ -54,6 +61,7 @@ class Outcome:
     breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
     limits: sweep.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
     fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
+    unverified: tuple[str, ...] = ()  # follow-up runs past diagnose's time budget ("cached", fix names)
 
     def adding(self, run: RunResult, summary: RunSummary) -> Outcome:
         return replace(self, runs=(*self.runs, run), summaries=(*self.summaries, summary))
@@ -185,6 +193,7 @@ class DiagnoseRuns:
     follow_ups: bool = False  # the cached run and the runs that verify fixes, when loading is the limit
 
     def execute(self, runner: ModeRunner) -> Outcome:
+        started = time.monotonic()
         if any(spec.mode is Mode.CACHED for spec in self.modes):
             runner = replace(runner, base=with_cache(runner.base))
         outcome = run_modes(runner, self.modes)
@@ -194,11 +203,6 @@ class DiagnoseRuns:
         then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
         if then.why:
             runner.on_note(None, then.why)
-        if then.cached and self.follow_ups:
-            runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
-            outcome = run_modes(replace(runner, base=with_cache(runner.base)), (ModeSpec(mode=Mode.CACHED),), outcome)
-            if outcome.interrupted:
-                return outcome
         if then.sweep and self.max_workers is not None:
             limits = replace(sweep_limits(self.max_workers), min_workers=then.min_workers)
             short = replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
@@ -207,18 +211,38 @@ class DiagnoseRuns:
             outcome = run_breakdown(runner, outcome)
         if outcome.interrupted or not self.follow_ups:
             return outcome
-        return verify(runner, outcome)
+        return follow_up(runner, outcome, then.cached, started + DEFAULT_FOLLOW_UP_BUDGET_S)
 
 
-def verify(runner: ModeRunner, done: Outcome) -> Outcome:
-    """A run with each applicable recommendation's fix in place, so its gain is measured."""
+def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) -> Outcome:
+    """The runs that measure what the verdict's advice would gain: the cached run (what storage
+    and decoding cost), then a run with each recommendation's fix that fastload can apply. Each
+    starts only while it would end by ``deadline`` (a run takes about as long as the median run
+    so far); those that would not are named, so their recommendations say they were not verified."""
     analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
-    specs = next_runs.verifications(analysis, done.runs)
-    if not specs:
-        return done
-    names = ", ".join(spec.label.removeprefix("fix:") for spec in specs)
-    runner.on_note(None, f"Verifying what fastload can apply itself: {names}.")
-    return run_modes(runner, specs, done=done)
+    specs = [*([ModeSpec(mode=Mode.CACHED)] if cached else []), *next_runs.verifications(analysis, done.runs)]
+    outcome = done
+    for position, spec in enumerate(specs):
+        if not _fits(outcome, deadline):
+            left = tuple(s.label.removeprefix("fix:") for s in specs[position:])
+            runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(left)}.")
+            return replace(outcome, unverified=left)
+        if spec.mode is Mode.CACHED:
+            runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
+        else:
+            runner.on_note(None, f"Verifying what fastload can apply itself: {spec.label.removeprefix('fix:')}.")
+        chosen = replace(runner, base=with_cache(runner.base)) if spec.mode is Mode.CACHED else runner
+        outcome = run_modes(chosen, (spec,), outcome)
+        if outcome.interrupted:
+            return outcome
+    return outcome
+
+
+def _fits(outcome: Outcome, deadline: float) -> bool:
+    """A run like the median one so far would end by ``deadline``."""
+    walls = sorted(s.run_wall_s for s in outcome.summaries if s.run_wall_s is not None)
+    expected = walls[len(walls) // 2] if walls else 0.0
+    return time.monotonic() + expected <= deadline
 
 
 @dataclass(frozen=True, slots=True)

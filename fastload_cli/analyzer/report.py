@@ -27,6 +27,8 @@ class Measured(Protocol):
     def limits(self) -> sweep.Limits | None: ...
     @property
     def fixes(self) -> tuple[FixSpec, ...]: ...
+    @property
+    def unverified(self) -> tuple[str, ...]: ...
 
 
 def build_report(command: str, base: RunConfig, measured: Measured, environment: Environment) -> Report:
@@ -42,7 +44,7 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
         environment=environment,
         runs=analysis.summaries,
         verdict=analysis.verdict,
-        recommendations=analysis.recommendations,
+        recommendations=trials.not_verified(analysis.recommendations, measured.unverified, facts.loader),
         substitutions=no_aug.substitutions if no_aug is not None else (),
         interrupted=measured.interrupted,
         reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,

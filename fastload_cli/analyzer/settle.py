@@ -6,7 +6,9 @@ precision is read from consecutive rounds of the window, a round being one batch
 (workers deliver in rounds, so a round is the shortest stretch whose rate means anything): the
 standard error of the mean round rate, relative to it. A run has settled when that error is
 within ``SETTLE_PRECISION`` and the window holds at least ``MIN_STEADY_BATCHES`` batches and
-``SETTLE_ROUNDS`` rounds of every worker. A loop as regular as a long compute-bound step settles
+``SETTLE_ROUNDS`` rounds of every worker, and it has started as many epochs as its requested
+batches span (up to ``SETTLE_EPOCHS``): an epoch's start-up cost shows only across epochs. A loop
+as regular as a long compute-bound step settles
 at that floor; a bursty one runs on to ``--max-batches`` as before.
 """
 
@@ -16,7 +18,7 @@ import math
 import statistics
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import Batches, Step, primary_loader, steady_steps
+from fastload_cli.analyzer.metrics import Batches, Step, epoch_batches, loader_batches, primary_loader, steady_steps
 
 
 def settled(run: Batches) -> bool:
@@ -26,8 +28,18 @@ def settled(run: Batches) -> bool:
     round_size = max(loader.num_workers if loader is not None else 0, 1)
     if len(steps) < max(th.MIN_STEADY_BATCHES, th.SETTLE_ROUNDS * round_size):
         return False
+    if len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(run, epoch_batches(loader)):
+        return False
     error = relative_error(steps, round_size)
     return error is not None and error <= th.SETTLE_PRECISION
+
+
+def epochs_wanted(run: Batches, epoch: int | None) -> int:
+    """Epochs a run must have started before it may stop early: as many as its requested batches
+    span, up to ``SETTLE_EPOCHS`` (what each epoch's start costs shows only across epochs)."""
+    if not epoch:
+        return 1
+    return max(1, min(th.SETTLE_EPOCHS, -(-run.requested_batches // epoch)))
 
 
 def relative_error(steps: list[Step], round_size: int) -> float | None:

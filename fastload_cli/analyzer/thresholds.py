@@ -77,6 +77,8 @@ MIN_STEADY_BATCHES = 10
 SETTLE_PRECISION = 0.025
 # ... and never before its window holds this many rounds of every worker (and MIN_STEADY_BATCHES).
 SETTLE_ROUNDS = 4
+# ... nor before it has started as many epochs as its requested batches span, up to this many.
+SETTLE_EPOCHS = 3
 # Share of late sampler ticks above which CPU readings are called coarse.
 LATE_TICKS_NOTABLE = 0.10
 

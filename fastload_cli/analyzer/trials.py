@@ -9,6 +9,7 @@ code change that makes it permanent. With the ``cached`` mode beside ``real``, `
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import loader_change
@@ -22,6 +23,7 @@ from fastload_cli.records import (
     InputSplit,
     LoaderInfo,
     Mode,
+    Recommendation,
     RunResult,
     RunStatus,
     RunSummary,
@@ -220,3 +222,24 @@ def input_split(
 def _batch_ms(summary: RunSummary | None) -> float | None:
     rate = summary.throughput_batches_per_s if summary is not None else None
     return 1000.0 / rate if rate else None
+
+
+def not_verified(
+    recommendations: Sequence[Recommendation], unverified: Sequence[str], loader: LoaderInfo | None
+) -> tuple[Recommendation, ...]:
+    """The recommendations, each whose verifying run was left out (past diagnose's time budget)
+    saying so and how to measure it."""
+    found = []
+    for rec in recommendations:
+        spec = fix_for(rec.id, loader)
+        fix = "cached" if rec.id == "cache-decoded-samples" else spec.text if spec is not None else None
+        if rec.measured or fix not in unverified:
+            found.append(rec)
+            continue
+        name = "cache-decoded" if fix == "cached" else fix
+        line = (
+            "Not verified: the run that measures it would have ended past diagnose's time budget; "
+            f"`fastload try SCRIPT --fix {name}` measures it."
+        )
+        found.append(replace(rec, detail=f"{rec.detail}\n{line}"))
+    return tuple(found)

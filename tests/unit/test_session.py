@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
 
 from fastload_cli import session
-from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep
+from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep, trials
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
-from fastload_cli.records import Bottleneck, Mode, ModeSpec, RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import (
+    Bottleneck,
+    Mode,
+    ModeSpec,
+    Recommendation,
+    RunResult,
+    RunStatus,
+    ScriptError,
+    StopReason,
+)
 from tests.unit import builders as b
-from tests.unit.builders import MS
+from tests.unit.builders import MS, fix_spec
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py")
 
@@ -205,3 +216,27 @@ def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkey
     assert swept and min(swept) >= 2  # fewer workers than the script's 2 would hide less latency
     limits = outcome.limits
     assert limits is not None and limits.min_workers == 2
+
+
+def test_follow_up_runs_start_only_within_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an io-bound script whose epochs restart their workers: persistent-workers is worth a run
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("fix:persistent-workers")])
+    runner = session.ModeRunner(BASE, None, lambda spec: None)
+    done = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
+    monkeypatch.setattr(session.next_runs, "verifications", lambda analysis, runs: (fix_spec("persistent-workers"),))
+    late = session.follow_up(runner, done, cached=True, deadline=time.monotonic() - 1)
+    assert calls == [] and late.unverified == ("cached", "persistent-workers")
+    # a deadline a run fits in: both run, nothing is left unverified
+    ample = session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
+    assert calls == ["cached", "fix:persistent-workers"] and ample.unverified == ()
+
+
+def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> None:
+    rec = Recommendation(
+        id="persistent-workers", title="Keep workers", detail="d", expected_speedup=1.5, measured=False
+    )
+    other = dataclasses.replace(rec, id="reduce-augmentation-cost")
+    marked = trials.not_verified((rec, other), ("persistent-workers",), b.loader())
+    assert "Not verified" in marked[0].detail and "--fix persistent-workers" in marked[0].detail
+    assert marked[1] == other
+    assert trials.not_verified((rec,), (), b.loader()) == (rec,)

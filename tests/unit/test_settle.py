@@ -3,6 +3,8 @@ floor of batches. Hand-built runs; each expectation is worked out in the comment
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fastload_cli.analyzer.metrics import steady_steps
@@ -52,3 +54,22 @@ def test_the_error_is_the_standard_error_of_round_rates() -> None:
     sd = (sum((r - mean) ** 2 for r in rates) / 3) ** 0.5
     assert relative_error(steps, 2) == pytest.approx(sd / mean / 2, rel=1e-3)
     assert relative_error(steps[:1], 2) is None  # no whole round
+
+
+def test_a_run_spanning_epochs_settles_only_once_it_has_seen_them() -> None:
+    # 20-batch epochs, 52 batches asked for: the run spans 3 epochs, and each epoch's start (a
+    # second of worker start-up, say) shows only across them
+    first = b.batches([0] * 20, 100, iterator_id=1)
+    second = b.batches([0] * 20, 100, iterator_id=2, start_ns=first[-1].wait_end_ns + 1_000 * b.MS)
+    third = b.batches([0] * 12, 100, iterator_id=3, start_ns=second[-1].wait_end_ns + 1_000 * b.MS)
+    loader = b.loader(num_workers=0)
+    short = dataclasses.replace(loader, dataset_len=20 * 32, batch_size=32)
+    run = b.run("real", first + second + third, loaders=[short], warmup=2, requested=52)
+
+    def upto(count: int) -> Streamed:
+        return Streamed(batches=run.batches[:count], loaders=run.loaders, iterators=run.iterators,
+                        warmup_batches=2, requested_batches=52)  # fmt: skip
+
+    assert not settled(upto(20))  # 17 steady steps of one epoch: regular, but one epoch of three
+    assert not settled(upto(40))  # two epochs
+    assert settled(upto(41))  # the third has started
