@@ -204,7 +204,7 @@ class DiagnoseRuns:
         if then.why:
             runner.on_note(None, then.why)
         if then.sweep and self.max_workers is not None:
-            limits = replace(sweep_limits(self.max_workers), min_workers=then.min_workers)
+            limits = replace(sweep_limits(self.max_workers), min_workers=then.min_workers, guided=then.guided)
             short = replace(runner.base, max_batches=min(runner.base.max_batches, DEFAULT_SWEEP_BATCHES))
             outcome = run_sweep(replace(runner, base=short), limits, done=outcome)
         if then.breakdown and not outcome.interrupted:

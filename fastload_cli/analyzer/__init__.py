@@ -117,7 +117,7 @@ def prediction(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limit
     """Throughput against num_workers as predicted from the script's own setting's run (and the
     synthetic run's rate, when one ran); None for a sweep of given settings, or before the
     script's own setting has measured a throughput."""
-    if limits.grid is not None:
+    if limits.grid is not None or not limits.guided:
         return None
     current = current_workers(runs)
     measured = [

@@ -67,6 +67,9 @@ class AfterModes:
     min_workers: int  # the sweep's climb starts here
     breakdown: bool  # time each loading step
     cached: bool = False  # a run with every sample decoded into memory: what storage+decode cost
+    # The sweep starts from a prediction; not where handing batches over is the cost, which the
+    # prediction (what one worker produces) does not model: the climb from 0 measures it.
+    guided: bool = True
 
 
 def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -> AfterModes:
@@ -88,7 +91,12 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
     io = analysis.verdict.bottleneck is Bottleneck.IO and not cheap
     start = (facts.num_workers or 0) if io else 0
     return AfterModes(
-        sweep=True, why=f"{why}: measuring num_workers settings.", min_workers=start, breakdown=breakdown, cached=cached
+        sweep=True,
+        why=f"{why}: measuring num_workers settings.",
+        min_workers=start,
+        breakdown=breakdown,
+        cached=cached,
+        guided=not cheap,
     )
 
 
@@ -125,7 +133,7 @@ def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_ba
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
     points, current = sweep_points(runs, summaries), current_workers(runs)
-    curve = prediction(runs, summaries, limits)
+    curve = prediction(runs, summaries, limits) if limits.guided else None
     if curve is not None and current is not None:
         return guided.plan(points, sweep_limits_for(limits, runs), current, curve)
     return sweep.plan(points, sweep_limits_for(limits, runs), current)

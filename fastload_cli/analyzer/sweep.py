@@ -40,6 +40,7 @@ class Limits:
     epoch_batches: int | None = None  # batches per epoch of the loader being swept
     prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
     min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
+    guided: bool = True  # start from the prediction (``predict``, ``guided``) once the own setting is measured
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""

@@ -187,6 +187,7 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
     assert decide(compute).bottleneck is Bottleneck.COMPUTE
     then = next_runs.after_modes(analysis(compute), may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "Handing batches over" in then.why
+    assert not then.guided  # the prediction does not model the handoff: the climb from 0 measures it
     plain = dataclasses.replace(compute, loader=b.loader())
     assert not next_runs.after_modes(analysis(plain), may_sweep=True, breakdown_asked=False).sweep
     restarting = dataclasses.replace(
