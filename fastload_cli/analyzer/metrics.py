@@ -258,7 +258,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def startup_s(run: RunResult) -> float | None:
+def startup_s(run: Batches) -> float | None:
     """From the first iter() of the training loader to its first batch."""
     loader_id = primary_loader_id(run)
     first_iter = next((it for it in run.iterators if it.loader_id == loader_id), None)

@@ -7,7 +7,8 @@ precision is read from consecutive rounds of the window, a round being one batch
 standard error of the mean round rate, relative to it. A run has settled when that error is
 within ``SETTLE_PRECISION`` and the window holds at least ``MIN_STEADY_BATCHES`` batches and
 ``SETTLE_ROUNDS`` rounds of every worker, and it has started as many epochs as its requested
-batches span (up to ``SETTLE_EPOCHS``): an epoch's start-up cost shows only across epochs. A loop
+batches span (up to ``SETTLE_EPOCHS``) where its first epoch's start-up was a notable share of
+an epoch: that cost shows only across epochs. A loop
 as regular as a long compute-bound step settles
 at that floor; a bursty one runs on to ``--max-batches`` as before.
 """
@@ -18,7 +19,15 @@ import math
 import statistics
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import Batches, Step, epoch_batches, loader_batches, primary_loader, steady_steps
+from fastload_cli.analyzer.metrics import (
+    Batches,
+    Step,
+    epoch_batches,
+    loader_batches,
+    primary_loader,
+    startup_s,
+    steady_steps,
+)
 
 
 def settled(run: Batches) -> bool:
@@ -28,16 +37,21 @@ def settled(run: Batches) -> bool:
     round_size = max(loader.num_workers if loader is not None else 0, 1)
     if len(steps) < max(th.MIN_STEADY_BATCHES, th.SETTLE_ROUNDS * round_size):
         return False
-    if len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(run, epoch_batches(loader)):
+    if len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(run, epoch_batches(loader), steps):
         return False
     error = relative_error(steps, round_size)
     return error is not None and error <= th.SETTLE_PRECISION
 
 
-def epochs_wanted(run: Batches, epoch: int | None) -> int:
+def epochs_wanted(run: Batches, epoch: int | None, steps: list[Step]) -> int:
     """Epochs a run must have started before it may stop early: as many as its requested batches
-    span, up to ``SETTLE_EPOCHS`` (what each epoch's start costs shows only across epochs)."""
-    if not epoch:
+    span, up to ``SETTLE_EPOCHS``, where the first epoch's start-up was a notable share of an
+    epoch (what each epoch's start costs shows only across epochs); one otherwise."""
+    startup = startup_s(run)
+    if not epoch or not steps or startup is None:
+        return 1
+    step_s = statistics.median(s.step_ns for s in steps) / 1e9
+    if startup <= th.SETTLE_STARTUP_SHARE * epoch * step_s:
         return 1
     return max(1, min(th.SETTLE_EPOCHS, -(-run.requested_batches // epoch)))
 

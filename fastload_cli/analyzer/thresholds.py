@@ -72,13 +72,16 @@ CONFIDENCE_DISTURBED = 0.75
 # Fewer steady-state batches than this: numbers are rough, and the report says so.
 MIN_STEADY_BATCHES = 10
 # A mode stops before --max-batches once the standard error of its throughput estimate (read from
-# consecutive rounds of one batch per worker) is within this share of it: two such estimates
-# then tell apart the sweep's 5% noise floor at about two standard errors.
-SETTLE_PRECISION = 0.025
+# consecutive rounds of one batch per worker) is within this share of it. Two runs of one setting
+# differ by 10-25% on a busy 2-core machine (docs/benchmarks.md): more batches in each run cannot
+# make a comparison between runs finer than that, while they cost a second each on a slow step.
+SETTLE_PRECISION = 0.04
 # ... and never before its window holds this many rounds of every worker (and MIN_STEADY_BATCHES).
 SETTLE_ROUNDS = 4
-# ... nor before it has started as many epochs as its requested batches span, up to this many.
-SETTLE_EPOCHS = 3
+# ... nor before it has started as many epochs as its requested batches span, up to this many,
+# where its first epoch's start-up took more than this share of an epoch's steady time.
+SETTLE_EPOCHS = 2
+SETTLE_STARTUP_SHARE = 0.05
 # Share of late sampler ticks above which CPU readings are called coarse.
 LATE_TICKS_NOTABLE = 0.10
 
