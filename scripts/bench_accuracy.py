@@ -52,6 +52,7 @@ CASES = (
     Case("in-memory-tensors", ZOO / "in_memory_tensors.py", "cpu", IN_MEMORY_FIXES),
     Case("worker-startup", ZOO / "worker_startup.py", "io", ("persistent-workers",)),
     Case("borderline", ZOO / "borderline.py", "hedged"),
+    Case("slow-step", ZOO / "slow_step.py", "compute", ("step-is-the-limit",)),
     # Scripts in the frameworks' own idioms (tests/scripts/frameworks), each with a planted input cost:
     # heavy augmentation under Lightning, RandAugment on JPEGs of varied sizes under timm, an FFT per
     # sample behind accelerate, and FakeData images made and augmented beside a CNN on the same cores.
