@@ -40,6 +40,7 @@ class Limits:
     epoch_batches: int | None = None  # batches per epoch of the loader being swept
     prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
     min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
+    persistent_workers: bool = False  # the loader keeps its workers across epochs
     guided: bool = True  # start from the prediction (``predict``, ``guided``) once the own setting is measured
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
@@ -50,6 +51,7 @@ class Limits:
             self,
             epoch_batches=epoch_batches(loader),
             prefetch_factor=loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR,
+            persistent_workers=loader.persistent_workers,
         )
 
     def too_many(self, workers: int) -> str | None:
@@ -308,7 +310,7 @@ def conclude(
             top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
         ),
         diminishing_at=None if rising else knee.workers,
-        reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count),
+        reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
         stopped=stopped,
         caveats=whole_epochs(measured, limits),
         **_predicted(curve, measured, current),
@@ -376,10 +378,16 @@ def still_rising(highest: SweepPoint, stopped: str) -> str:
     return f"returns had not ended at {highest.workers} workers, the most the search could try: {stopped}"
 
 
-def why_returns_end(knee: SweepPoint, cpu_count: int | None) -> str:
+def why_returns_end(knee: SweepPoint, cpu_count: int | None, limits: Limits | None = None) -> str:
     """Why more workers than ``knee`` did not help, from what was measured at the knee."""
     n = knee.workers
     busy, wait, loaders = knee.system_cpu_busy_fraction, knee.data_wait_fraction, knee.loader_busy_fraction
+    if limits is not None and not limits.persistent_workers and limits.too_many(n) and knee.startup_s:
+        return (
+            f"epochs restart the workers: at {n} workers an epoch of {limits.epoch_batches} batches has no steady "
+            f"state, and each one starts with {knee.startup_s:.2f} s of worker start-up before its first batch, "
+            "which more workers lengthen (persistent_workers=True starts them once)"
+        )
     if busy is not None and busy >= th.CPU_SATURATED:
         cores = f"the {cpu_count} CPUs" if cpu_count else "the CPUs"
         return f"cores saturated: {cores} were {pct(busy)} busy at {n} workers, so more workers only share them"

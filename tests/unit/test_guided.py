@@ -1,0 +1,77 @@
+"""The sweep that starts from a prediction: what it measures, against hand-built throughput models."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer import guided, sweep
+from fastload_cli.analyzer.predict import Curve
+from fastload_cli.analyzer.sweep import Limits
+from tests.unit.test_sweep import Model, latency_bound, pt
+
+
+def curve(best: int, top: int = 32) -> Curve:
+    return Curve(points=tuple((n, 10.0 * min(n, best)) for n in range(top + 1)), best=best, limit="the cores")
+
+
+def verify(model: Model, limits: Limits, current: int, predicted: Curve) -> list[int]:
+    """The settings the guided search measures after the script's own, in order (no confirmations)."""
+    limits = dataclasses.replace(limits, confirm=False)
+    points = [pt(current, model(current))]
+    for _ in range(20):
+        nxt = guided.plan(points, limits, current, predicted).workers
+        if nxt is None:
+            return [p.workers for p in points[1:]]
+        points.append(pt(nxt, model(nxt)))
+    raise AssertionError("the search did not end")
+
+
+def test_a_right_prediction_is_verified_by_the_setting_below_and_one_above() -> None:
+    # throughput rises to 8 workers, flat after: predicted 8, then 6 (slower), then 12 (as fast)
+    def model(w: int) -> float:
+        return 100.0 * min(max(w, 1), 8)
+
+    assert verify(model, Limits(), current=2, predicted=curve(8)) == [8, 6, 12]
+
+
+def test_a_prediction_too_low_is_followed_up_while_throughput_keeps_rising() -> None:
+    # predicted 4, but latency-bound loading rises to 16: 4, 3, then half as many more each time
+    assert verify(latency_bound, Limits(), current=2, predicted=curve(4)) == [4, 3, 6, 9, 13]
+
+
+def test_a_prediction_too_high_lands_on_a_plateau_and_stops() -> None:
+    def model(w: int) -> float:
+        return 100.0 * min(max(w, 1), 4)
+
+    assert verify(model, Limits(), current=2, predicted=curve(16)) == [16, 12]
+
+
+def test_never_below_the_floor_nor_past_max_workers() -> None:
+    assert verify(latency_bound, Limits(min_workers=4, max_workers=8), current=4, predicted=curve(4)) == [6, 8]
+    found = guided.plan([pt(2, 40.0)], Limits(max_workers=8), 2, curve(20))
+    assert found.workers == 8 and found.stopped == "it reached --max-workers 8"
+
+
+def test_a_failed_setting_ends_the_search() -> None:
+    found = guided.plan([pt(2, 40.0), pt(8, None)], Limits(confirm=False), 2, curve(8))
+    assert found.workers is None and found.stopped == "the run with 8 workers failed"
+
+
+def test_the_prediction_and_its_error_are_reported() -> None:
+    points = [pt(2, 20.0), pt(8, 90.0), pt(6, 60.0)]
+    result = sweep.conclude(points, 2, Limits(), cpu_count=2, curve=curve(8))
+    assert result is not None and result.predicted_best == 8
+    # predicted 80 at 8 (measured 90: off 11%) and 60 at 6 (measured 60: 0%): median 5.6%
+    assert result.prediction_error == pytest.approx((10 / 90) / 2)
+
+
+def test_epochs_that_restart_their_workers_are_named_where_returns_end() -> None:
+    limits = Limits(epoch_batches=25)  # 8 workers x (2 x 2 prefetched + 3 rounds) > 25: no steady state
+    points = [dataclasses.replace(pt(w, r), startup_s=0.6) for w, r in ((2, 200.0), (8, 600.0), (12, 600.0))]
+    result = sweep.conclude(points, 2, limits, cpu_count=2, curve=curve(8))
+    assert result is not None and result.diminishing_at == 8
+    assert result.reason.startswith("epochs restart the workers: at 8 workers an epoch of 25 batches")
+    kept = sweep.conclude(points, 2, dataclasses.replace(limits, persistent_workers=True), 2, curve(8))
+    assert kept is not None and not kept.reason.startswith("epochs restart")
