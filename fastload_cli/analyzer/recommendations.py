@@ -253,10 +253,17 @@ def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
             "(SequentialSampler in place of RandomSampler when the loader does not shuffle). The gain is "
             "an estimate, up to the speedup ceiling."
         ),
-        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
+        # A ceiling inside the noise says nothing of this cost (the verdict rests on the handoff, which
+        # the comparison with free inputs barely resolves): the gain is then unknown, not none.
+        expected_speedup=v.speedup_ceiling if resolved(v.speedup_ceiling, f.noise) else None,
         measured=False,
         evidence=(f"Dataset type: TensorDataset; batch_size={loader.batch_size}.", *cited(v, FindingKind.CEILING)),
     )
+
+
+def resolved(ceiling: float | None, noise: float) -> bool:
+    """The speedup ceiling is beyond the noise: free inputs measurably sped training up."""
+    return ceiling is not None and ceiling >= 1 + noise
 
 
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:

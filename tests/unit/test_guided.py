@@ -6,9 +6,11 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import guided, sweep
+from fastload_cli.analyzer import guided, next_runs, sweep
 from fastload_cli.analyzer.predict import Curve
 from fastload_cli.analyzer.sweep import Limits
+from fastload_cli.records import Mode, ModeSpec
+from tests.unit import builders as b
 from tests.unit.test_sweep import Model, latency_bound, pt
 
 
@@ -75,3 +77,13 @@ def test_epochs_that_restart_their_workers_are_named_where_returns_end() -> None
     assert result.reason.startswith("epochs restart the workers: at 8 workers an epoch of 25 batches")
     kept = sweep.conclude(points, 2, dataclasses.replace(limits, persistent_workers=True), 2, curve(8))
     assert kept is not None and not kept.reason.startswith("epochs restart")
+
+
+def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epochs() -> None:
+    # 25-batch epochs: 2 workers leave a steady window (2 x (2 x 2 + 3) = 14 <= 25), 8 do not
+    # (8 x 7 = 56): their window spans SWEEP_WHOLE_EPOCHS epochs, 75 batches, after the burst
+    short = dataclasses.replace(b.loader(num_workers=2), dataset_len=25 * 32)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=2), short, 5, 30) == (5, 30)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (16, 75)
+    # a long epoch keeps the rounds rule: three batches per worker at least
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.predict import Epochs, Rates, error, from_runs, predict, rates
 from tests.unit import builders as b
 
@@ -108,3 +109,6 @@ def test_short_epochs_pay_each_start_up_at_the_settings_measured_over_whole_epoc
     assert short.at(16) == pytest.approx(1000 / epoch_s, rel=1e-3)
     assert short.at(16) < 0.6 * steady.at(16)  # the start-up costs as much as the epoch's loading
     assert short.best > 8 and short.at(32) < short.at(short.best) * 1.03  # more workers start slower
+    # a run whose start-up was not measured: the main process is taken to start a worker in 20 ms
+    unknown = rates(dataclasses.replace(run, startup_s=None), 5000.0, cores=2)
+    assert unknown is not None and unknown.fork_s == th.WORKER_START_S and unknown.first_batch_s == 0.0

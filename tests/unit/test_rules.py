@@ -412,3 +412,15 @@ def test_a_run_with_the_fix_applied_verifies_the_recommendation_and_one_without_
     compute = decide(facts(wait=0.01, synthetic=b.summary("synthetic", throughput=101.0)))
     assert compute.bottleneck is Bottleneck.COMPUTE
     assert trials.to_verify(compute, ["persistent-workers"], f.loader, False, ()) == ()
+
+
+def test_whole_batch_advice_stays_when_the_ceiling_cannot_resolve_the_handoff() -> None:
+    # free inputs measured slower than the real run (noise around a small handoff cost): the gain
+    # is unknown, not none, and an input-bound verdict still says what to do
+    tensors = {"dataset_type": "TensorDataset"}
+    f = facts(wait=0.15, busy=0.1, system=0.97, loader=tensors, synthetic=b.summary("synthetic", throughput=87.0))
+    v = decide(f)
+    assert v.bottleneck is Bottleneck.CPU and v.speedup_ceiling is not None and v.speedup_ceiling < 1
+    found = fire(rec.whole_batches, f)
+    assert found is not None and found.expected_speedup is None
+    assert "index-whole-batches" in [r.id for r in rec.recommend(f, v)]
