@@ -49,6 +49,9 @@ HostReadings = tuple[tuple[HostSample, ...], SamplerHealth]
 GpuReadings = tuple[tuple[GpuSample, ...], SamplerHealth]
 
 OUTPUT_TAIL_BYTES = 32 * 1024
+# The settle rule is asked at most this often: often enough to stop within a batch or two of a
+# second-long step, rarely enough that reading every batch so far stays cheap on a long run.
+SETTLE_CHECK_S = 0.2
 POLL_S = 0.1
 DRAIN_S = 1.0
 
@@ -83,6 +86,7 @@ class _Run:
         self.stop_reason: StopReason | None = None
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
+        self.settle_checked_at = 0.0  # when the settle rule was last asked
         self.interrupted = False
         self.oom_kills_before = oom_kills()
         self.stack = StackProbe()
@@ -172,8 +176,17 @@ class _Run:
             return
         if done >= self.config.requested_batches:
             self.ask_stop(StopReason.ENOUGH_BATCHES)
-        elif done > self.config.warmup and self.settled():
+        elif done > self.config.warmup and self._settle_due() and self.settled():
             self.ask_stop(StopReason.SETTLED)
+
+    def _settle_due(self) -> bool:
+        """Time to ask the settle rule again: it reads every batch so far, so it is asked at most
+        every ``SETTLE_CHECK_S``, never on every event of a long run."""
+        now = time.monotonic()
+        if now - self.settle_checked_at < SETTLE_CHECK_S:
+            return False
+        self.settle_checked_at = now
+        return True
 
     def settled(self) -> bool:
         """The throughput estimate is as stable as the run's settle rule asks (never without one)."""
