@@ -45,6 +45,7 @@ from fastload_cli.samplers.host import available_memory
 
 ObserverFactory = Callable[[ModeSpec], Observer]
 NoteSink = Callable[[ModeSpec | None, str], None]  # a note on a mode's run, or on the command
+CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
 NO_LOADER_HINT = (
     "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
     "data already on the device are not seen"
@@ -194,9 +195,10 @@ class DiagnoseRuns:
 
     def execute(self, runner: ModeRunner) -> Outcome:
         started = time.monotonic()
-        if any(spec.mode is Mode.CACHED for spec in self.modes):
+        modes = with_split(self.modes)
+        if any(spec.mode in CACHING for spec in modes):
             runner = replace(runner, base=with_cache(runner.base))
-        outcome = run_modes(runner, self.modes)
+        outcome = run_modes(runner, modes)
         if outcome.interrupted:
             return outcome
         analysis = analyze(outcome.runs, summaries=outcome.summaries)
@@ -220,7 +222,12 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
     starts only while it would end by ``deadline`` (a run takes about as long as the median run
     so far); those that would not are named, so their recommendations say they were not verified."""
     analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
-    specs = [*([ModeSpec(mode=Mode.CACHED)] if cached else []), *next_runs.verifications(analysis, done.runs)]
+    split = cached and analysis.facts.no_aug is not None  # the third part of the split: both removed
+    specs = [
+        *([ModeSpec(mode=Mode.CACHED)] if cached else []),
+        *([ModeSpec(mode=Mode.CACHED_NO_AUG)] if split else []),
+        *next_runs.verifications(analysis, done.runs),
+    ]
     outcome = done
     for position, spec in enumerate(specs):
         if not _fits(outcome, deadline):
@@ -229,9 +236,11 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
             return replace(outcome, unverified=left)
         if spec.mode is Mode.CACHED:
             runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
+        elif spec.mode is Mode.CACHED_NO_AUG:
+            runner.on_note(None, "... and with the augmentation replaced too (cached-no-aug): what the rest costs.")
         else:
             runner.on_note(None, f"Verifying what fastload can apply itself: {spec.label.removeprefix('fix:')}.")
-        chosen = replace(runner, base=with_cache(runner.base)) if spec.mode is Mode.CACHED else runner
+        chosen = replace(runner, base=with_cache(runner.base)) if spec.mode in CACHING else runner
         outcome = run_modes(chosen, (spec,), outcome)
         if outcome.interrupted:
             return outcome
@@ -286,6 +295,15 @@ class TryRuns:
         for note in planned.notes:
             runner.on_note(None, note)
         return run_modes(runner, planned.specs, done=outcome)
+
+
+def with_split(modes: Sequence[ModeSpec]) -> tuple[ModeSpec, ...]:
+    """``modes``, with cached-no-aug after them where cached and no-aug are among them: the run
+    that gives the third part of the split (what is left with both removed)."""
+    asked = {spec.mode for spec in modes}
+    if {Mode.CACHED, Mode.NO_AUG} <= asked and Mode.CACHED_NO_AUG not in asked:
+        return (*modes, ModeSpec(mode=Mode.CACHED_NO_AUG))
+    return tuple(modes)
 
 
 def with_cache(config: RunConfig) -> RunConfig:

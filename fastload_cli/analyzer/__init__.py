@@ -25,6 +25,7 @@ from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.records import (
+    CACHE_LOCATION,
     UNDONE,
     BatchInfo,
     Breakdown,
@@ -178,6 +179,11 @@ def _first(
     return next(((r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode), None)
 
 
+def _cached(run: RunResult) -> bool:
+    """A loader's samples were decoded into memory while ``run`` measured."""
+    return any(s.applied and s.location == CACHE_LOCATION for s in run.substitutions)
+
+
 def gather_facts(
     runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits | None = None
 ) -> Facts:
@@ -186,9 +192,11 @@ def gather_facts(
     if synthetic is not None and not replayed(synthetic[0]):
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
     no_aug = _first(runs, summaries, Mode.NO_AUG)
-    cached = _first(runs, summaries, Mode.CACHED)
-    if cached is not None and not any(s.applied for s in cached[0].substitutions):
+    cached, bare = _first(runs, summaries, Mode.CACHED), _first(runs, summaries, Mode.CACHED_NO_AUG)
+    if cached is not None and not _cached(cached[0]):
         cached = None  # no loader could be cached: it measured the real pipeline
+    if bare is not None and not _cached(bare[0]):
+        bare = None  # no loader could be cached: it measured no-aug at most
     if no_aug is not None and not any(s.applied for s in no_aug[0].substitutions):
         no_aug = None  # nothing was replaced while it ran (undone, or impossible): it measured the real pipeline
     real_run = real[0] if real else None
@@ -198,6 +206,7 @@ def gather_facts(
         synthetic=synthetic[1] if synthetic else None,
         no_aug=no_aug[1] if no_aug else None,
         cached=cached[1] if cached else None,
+        cached_no_aug=bare[1] if bare else None,
         loader=primary_loader(real_run) if real_run else None,
         cpu_count=real_run.cpu_count if real_run else None,
         cuda_in_use=any(r.env.cuda_in_use for r in runs),

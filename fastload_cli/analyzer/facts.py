@@ -20,6 +20,7 @@ class Facts:
     synthetic: RunSummary | None = None
     no_aug: RunSummary | None = None
     cached: RunSummary | None = None  # samples decoded into memory: storage and decode free
+    cached_no_aug: RunSummary | None = None  # ... and the augmentation replaced too
     loader: LoaderInfo | None = None  # the training loader, as the real run saw it
     cpu_count: int | None = None
     cuda_in_use: bool = False

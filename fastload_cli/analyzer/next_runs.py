@@ -29,8 +29,9 @@ NOT_INPUT_BOUND = "loading is not the limit"
 
 
 def why_skip(spec: ModeSpec, done: Sequence[RunResult], drop_transforms: tuple[str, ...]) -> str | None:
-    """Why a mode would measure nothing new, or None: no-aug without augmentation to remove."""
-    if spec.mode is not Mode.NO_AUG or drop_transforms:
+    """Why a mode would measure nothing new, or None: no-aug (or cached-no-aug) without
+    augmentation to remove."""
+    if spec.mode not in (Mode.NO_AUG, Mode.CACHED_NO_AUG) or drop_transforms:
         return None
     real = next((r for r in done if r.spec.mode is Mode.REAL), None)
     if real is not None and not any(lo.augmentations for lo in real.loaders):

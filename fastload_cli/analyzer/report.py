@@ -54,7 +54,7 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
         profile=next((r.profile for r in measured.runs if r.spec.mode is Mode.REAL and r.profile), None),
         timelines=tuple(timeline(run) for run in measured.runs),
         fixes=trials.results(measured.fixes, measured.runs, measured.summaries) if measured.fixes else (),
-        split=trials.input_split(facts.real, facts.cached, facts.no_aug, facts.synthetic),
+        split=trials.input_split(facts.real, facts.cached, facts.no_aug, facts.cached_no_aug, facts.synthetic),
     )
 
 

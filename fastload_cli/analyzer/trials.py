@@ -198,23 +198,28 @@ def judge(speedup: float | None, spread: float) -> str:
 
 
 def input_split(
-    real: RunSummary | None, cached: RunSummary | None, no_aug: RunSummary | None, synthetic: RunSummary | None
+    real: RunSummary | None,
+    cached: RunSummary | None,
+    no_aug: RunSummary | None,
+    bare: RunSummary | None,
+    synthetic: RunSummary | None,
 ) -> InputSplit | None:
-    """The real run's time per batch, split by the runs that removed one part each; None without
-    a cached run (or a real one) that measured throughput."""
+    """The real run's time per batch, split by the runs that removed part of loading (``bare``:
+    the cached-no-aug run); None without a cached run (or a real one) that measured throughput."""
     real_ms, cached_ms = _batch_ms(real), _batch_ms(cached)
     if real_ms is None or cached_ms is None:
         return None
-    no_aug_ms, synthetic_ms = _batch_ms(no_aug), _batch_ms(synthetic)
+    no_aug_ms, rest_ms = _batch_ms(no_aug), _batch_ms(bare)
     storage = real_ms - cached_ms
     augmentation = real_ms - no_aug_ms if no_aug_ms is not None else None
-    parts = (storage, augmentation, synthetic_ms)
+    parts = (storage, augmentation, rest_ms)
     residual = real_ms - sum(p for p in parts if p is not None) if None not in parts else None
     return InputSplit(
         real_ms=real_ms,
         storage_decode_ms=storage,
         augmentation_ms=augmentation,
-        rest_ms=synthetic_ms,
+        rest_ms=rest_ms,
+        step_ms=_batch_ms(synthetic),
         residual_ms=residual,
     )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from fastload_cli.records.comparison import Change, Comparison, Direction, Figures, ModeChange, ModeFigures
 from fastload_cli.records.measured import (
+    CACHE_LOCATION,
     UNCHANGED,
     UNDONE,
     BatchLayout,
@@ -71,6 +72,7 @@ from fastload_cli.records.report import (
 )
 
 __all__ = [
+    "CACHE_LOCATION",
     "CHANNEL_DIR_ENV",
     "CHANNEL_FD_ENV",
     "RUN_ID_ENV",

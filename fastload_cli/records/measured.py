@@ -77,6 +77,7 @@ class BatchLayout:
 
 UNCHANGED = "unchanged"  # a substitution's replacement when it could not be made
 UNDONE = "undone"  # ...when it was made, then undone: its stand-ins did not give a sample like the original
+CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the dataset, cached in memory
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,9 @@ class Mode(enum.Enum):
     # Each sample read and decoded once into memory before the first batch; the real transforms
     # and collate run on the cached samples (indices mapped onto them): storage and decode are free.
     CACHED = "cached"
+    # Both of the above: storage, decoding and augmentation free. What is left (collate, the
+    # handoff, the step) is the third part of the cached split.
+    CACHED_NO_AUG = "cached-no-aug"
     # Fixes applied inside the child (``fastload try --fix``): ``fix:NAME``, or names joined by "+".
     FIX = "fix"
     # Not a mode a user picks: the real pipeline, timed step by step on a sample of items at the

@@ -239,14 +239,17 @@ class FixResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InputSplit:
-    """The real run's time per batch, split by the runs that each removed one part of loading:
-    storage+decode (``cached``), augmentation (``no-aug``), and the rest (``synthetic``: the step
-    with free inputs). Each part is measured on its own; the residual is what they leave out."""
+    """The real run's time per batch, split by the runs that each removed part of loading:
+    storage+decode (``cached``), augmentation (``no-aug``), and the rest (``cached-no-aug``: both
+    removed, so what is left is loading's other work, such as collate and the handoff, and the
+    step beside it). Each part is measured on its own; the residual is what they leave out, or
+    count twice where removing one part changes what the other costs (a pipeline overlaps them)."""
 
     real_ms: float  # the real run's time per batch (1 / throughput)
     storage_decode_ms: float | None  # real - cached
     augmentation_ms: float | None  # real - no-aug
-    rest_ms: float | None  # synthetic: the step and whatever loading costs besides
+    rest_ms: float | None  # cached-no-aug: loading's other work and the step
+    step_ms: float | None  # synthetic: the step alone, with free inputs (part of the rest)
     residual_ms: float | None  # real - the three parts (None unless all three were measured)
 
 

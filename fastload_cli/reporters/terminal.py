@@ -66,9 +66,15 @@ def render(report: Report) -> RenderableType:
     return Group(*parts)
 
 
+MODES_PER_TABLE = 4
+
+
 def _modes(report: Report) -> list[RenderableType]:
     modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
-    shown = [_runs_table(modes)] if modes and (report.sweep is None or len(modes) > 1) else []
+    shown: list[RenderableType] = []
+    if modes and (report.sweep is None or len(modes) > 1):  # a few modes per table: 100 columns hold four
+        chunks = [modes[i : i + MODES_PER_TABLE] for i in range(0, len(modes), MODES_PER_TABLE)]
+        shown = [part for i, chunk in enumerate(chunks) for part in ([Text("")] if i else []) + [_runs_table(chunk)]]
     jobs = [r for r in report.runs if r.ranks]
     slowest = report.verdict.slowest_rank  # as the real run names it
     return shown + [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]
@@ -332,8 +338,9 @@ def _split(found: InputSplit) -> list[RenderableType]:
     parts = (
         ("storage + decode", found.storage_decode_ms, "real - cached"),
         ("augmentation", found.augmentation_ms, "real - no-aug"),
-        ("the rest", found.rest_ms, "synthetic: the step with free inputs"),
-        ("not accounted", found.residual_ms, "real - the three parts"),
+        ("the rest", found.rest_ms, "cached-no-aug: collate, the handoff, the step"),
+        ("  of which the step", found.step_ms, "synthetic: the step with free inputs"),
+        ("not accounted", found.residual_ms, "real - the three parts (< 0: they overlap)"),
     )
     table = Table(box=box.SIMPLE, show_header=True, pad_edge=False)
     for name in ("part", "ms per batch", "share", "measured as"):

@@ -5,10 +5,15 @@ from __future__ import annotations
 from fastload_cli.records import ChildSpec, Mode
 from fastload_cli.runner import modes
 from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.fixing import CachedInputs, FixesApplied
+from fastload_cli.runner.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
 from fastload_cli.runner.modes import Actuator, Timed
 
-ACTUATORS: dict[Mode, type[Actuator]] = {**modes.ACTUATORS, Mode.CACHED: CachedInputs, Mode.FIX: FixesApplied}
+ACTUATORS: dict[Mode, type[Actuator]] = {
+    **modes.ACTUATORS,
+    Mode.CACHED: CachedInputs,
+    Mode.CACHED_NO_AUG: CachedNoAugmentation,
+    Mode.FIX: FixesApplied,
+}
 
 
 def actuator(spec: ChildSpec, channel: Channel, timed: Timed) -> Actuator:

@@ -21,12 +21,11 @@ from functools import cached_property
 from typing import Any
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
-from fastload_cli.records import UNCHANGED, Fix
+from fastload_cli.records import CACHE_LOCATION, UNCHANGED, Fix
 from fastload_cli.runner import transforms
 from fastload_cli.runner.batches import safe_len
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce, WorkersOverride
+from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, NoAugmentation, Produce, WorkersOverride
 
-CACHE_LOCATION = "decoded-sample cache"
 FILL_THREADS = 8  # reads in flight while the cache fills: storage latency overlaps
 
 
@@ -110,6 +109,23 @@ class CachedInputs(Actuator):
                 state.loader_id, CACHE_LOCATION, f"{cached} samples decoded", f"{size} bytes in memory"
             )
         return original(loader)
+
+
+@dataclass
+class CachedNoAugmentation(CachedInputs, NoAugmentation):
+    """``cached-no-aug``: both at once, so storage, decoding and augmentation are all free and what
+    is left is loading's other work (collate, the handoff) and the step. The augmentation is
+    replaced before the cache is built, so the cache runs the deterministic stand-ins."""
+
+    def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
+        dataset = arguments.get("dataset")
+        if dataset is not None and not isinstance(dataset, CachedView):
+            self.derandomize(dataset, loader_id)
+        self.cache_dataset(arguments, loader_id)
+        return None
+
+    def after_init(self, loader: Any, loader_id: int) -> None:
+        """Done before the dataset was cached."""
 
 
 @dataclass

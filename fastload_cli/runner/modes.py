@@ -135,12 +135,17 @@ class NoAugmentation(Actuator):
     """``no-aug``: random transforms in the dataset's pipelines replaced by deterministic stand-ins."""
 
     def after_init(self, loader: Any, loader_id: int) -> None:
+        self.derandomize(loader.dataset, loader_id)
+
+    def derandomize(self, dataset: Any, loader_id: int) -> None:
+        """Replace the random transforms of ``dataset`` in place (undone when a real sample shows
+        they change its make-up), and say what changed."""
         keep, drop = frozenset(self.spec.keep_transforms), frozenset(self.spec.drop_transforms)
-        if not transforms.find_augmentations(loader.dataset, keep, drop):
+        if not transforms.find_augmentations(dataset, keep, drop):
             return
-        before = transforms.probe(loader.dataset)  # the original pipeline's first sample
-        walk = transforms.derandomize(loader.dataset, keep, drop)
-        undone = transforms.check_on_sample(loader.dataset, walk, before)
+        before = transforms.probe(dataset)  # the original pipeline's first sample
+        walk = transforms.derandomize(dataset, keep, drop)
+        undone = transforms.check_on_sample(dataset, walk, before)
         for item in walk.found:
             replacement = f"{UNDONE}: {undone}" if undone else item.replacement
             self.channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)

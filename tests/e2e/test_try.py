@@ -37,7 +37,7 @@ def test_try_applies_each_fix_inside_the_script_and_refuses_what_cannot_apply(tm
     # what the script saw of its own loader, one line per run (a run disturbed by other processes is
     # made again): the real run first, then each fix in place, alone and together
     lines = [json.loads(line) for line in seen.read_text().splitlines()]
-    assert lines[0] == {"persistent_workers": False, "dataset": "Reads"}
+    assert lines[0] == {"persistent_workers": False, "dataset": "Reads", "transform": "Jitter"}
     seen_as = {(line["persistent_workers"], line["dataset"]) for line in lines}
     assert seen_as == {(False, "Reads"), (True, "Reads"), (False, "CachedView"), (True, "CachedView")}
 
@@ -50,11 +50,17 @@ def test_a_cached_run_splits_a_batchs_time(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic", "no-aug", "cached"]
+    # cached and no-aug asked for: cached-no-aug follows them, for the split's third part
+    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic", "no-aug", "cached", "cached-no-aug"]
     split = report["split"]
     assert split is not None and split["real_ms"] > 0
-    assert None not in (split["storage_decode_ms"], split["augmentation_ms"], split["rest_ms"], split["residual_ms"])
+    parts = ("storage_decode_ms", "augmentation_ms", "rest_ms", "step_ms", "residual_ms")
+    assert None not in (split[part] for part in parts)
     total = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"] + split["residual_ms"]
+    # what the script saw in each run: in the last, its dataset cached and its Jitter replaced
+    lines = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert {"persistent_workers": False, "dataset": "CachedView", "transform": "Jitter"} in lines  # cached
+    assert lines[-1]["dataset"] == "CachedView" and lines[-1]["transform"] != "Jitter", lines
     # the residual is what the three parts leave out (the JSON rounds each figure)
     assert total == pytest.approx(split["real_ms"], abs=1e-3)
 

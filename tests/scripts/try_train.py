@@ -41,7 +41,11 @@ first = True
 for _epoch in range(100):
     for x, y in loader:
         if first:
-            seen = {"persistent_workers": loader.persistent_workers, "dataset": type(loader.dataset).__name__}
+            seen = {
+                "persistent_workers": loader.persistent_workers,
+                "dataset": type(loader.dataset).__name__,
+                "transform": type(loader.dataset.transform).__name__,
+            }
             with open(args.seen, "a") as handle:
                 handle.write(json.dumps(seen) + "\n")
             first = False

@@ -146,6 +146,7 @@ def run(
         batch_list = [dataclasses.replace(x, synthetic=i >= max(warmup, 1)) for i, x in enumerate(batch_list)]
     replaced = (NO_AUG_SUBSTITUTION,) if mode == "no-aug" else ()  # as the child reports what it replaced
     replaced = (CACHED_SUBSTITUTION,) if mode == "cached" else replaced
+    replaced = (NO_AUG_SUBSTITUTION, CACHED_SUBSTITUTION) if mode == "cached-no-aug" else replaced
     return RunResult(
         spec=fix_spec(mode) if mode.startswith("fix:") else ModeSpec.parse(mode),
         status=status,

@@ -232,6 +232,32 @@ def test_follow_up_runs_start_only_within_the_time_budget(monkeypatch: pytest.Mo
     assert calls == ["cached", "fix:persistent-workers"] and ample.unverified == ()
 
 
+def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_cached_no_aug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("cached-no-aug")])
+    runner = session.ModeRunner(BASE, None, lambda spec: None)
+    monkeypatch.setattr(session.next_runs, "verifications", lambda analysis, runs: ())
+    done = session.Outcome()
+    for mode in ("real", "no-aug"):  # the builders' no-aug run replaced a ColorJitter
+        done = done.adding(quiet_run(mode, augmented=True), summarize(quiet_run(mode, augmented=True)))
+    session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
+    assert calls == ["cached", "cached-no-aug"]
+    # without a no-aug run that replaced something, the split has no third part to measure
+    only_real = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
+    fake(monkeypatch, [quiet_run("cached")])
+    alone = session.follow_up(runner, only_real, cached=True, deadline=time.monotonic() + 3600)
+    assert [r.label for r in alone.runs] == ["real", "cached"]
+
+
+def test_modes_asking_for_cached_and_no_aug_get_cached_no_aug_after_them() -> None:
+    asked = tuple(ModeSpec.parse(m) for m in ("real", "no-aug", "cached"))
+    assert [s.label for s in session.with_split(asked)] == ["real", "no-aug", "cached", "cached-no-aug"]
+    assert session.with_split(asked[:2]) == asked[:2]
+    both = (*asked, ModeSpec.parse("cached-no-aug"))
+    assert session.with_split(both) == both
+
+
 def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> None:
     rec = Recommendation(
         id="persistent-workers", title="Keep workers", detail="d", expected_speedup=1.5, measured=False
