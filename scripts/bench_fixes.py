@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """What `fastload try` measures for each fix on the zoo, and whether the cached mode's split adds up.
 
-    python scripts/bench_fixes.py [--repeats 3] [--out fixes.json]
+    python scripts/bench_fixes.py [--repeats 3] [--only fixes|split] [--out fixes.json]
 
 Runs each case's `fastload try SCRIPT --fix ... --json -` ``--repeats`` times and prints every
 fix's measured gain, its noise and the judgement; then `diagnose --modes real,synthetic,no-aug,cached`
-on the augmentation example, with the split of a batch's time and how far its three parts are from
-the real run's time per batch. Medians over the repeats; nothing here is asserted.
+(cached-no-aug follows) on the augmentation example, with the split of a batch's time and how far
+its three parts are from the real run's time per batch. Nothing here is asserted.
 """
 
 from __future__ import annotations
