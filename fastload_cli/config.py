@@ -91,6 +91,7 @@ class RunConfig:
     max_batches: int = DEFAULT_MAX_BATCHES
     timeout_s: float = DEFAULT_TIMEOUT_S
     python: str = sys.executable
+    warm_start: bool = True  # fork runs from a process that imported torch once (runner/warm.py)
     cwd: Path = field(default_factory=Path.cwd)
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stop_grace_s: float = DEFAULT_STOP_GRACE_S

@@ -87,9 +87,12 @@ def _no_gpu_reason() -> str | None:
     return None
 
 
-def run_fastload(*args: str, cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """``python -m fastload_cli ARGS`` as a user would run it; stdout and stderr captured."""
-    env = dict(os.environ, COLUMNS="100")
+def run_fastload(
+    *args: str, cwd: Path | None = None, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m fastload_cli ARGS`` as a user would run it (``env`` added to the environment);
+    stdout and stderr captured."""
+    env = dict(os.environ, COLUMNS="100", **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "fastload_cli", *args],
         cwd=cwd or ROOT,

@@ -37,9 +37,10 @@ from fastload_cli.records import (
     StopReason,
     Streamed,
 )
+from fastload_cli.runner import warm
 from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
-from fastload_cli.runner.processes import ignoring_interrupts, terminate_run, terminate_strays, wait
+from fastload_cli.runner.processes import ChildProcess, ignoring_interrupts, terminate_run, terminate_strays, wait
 from fastload_cli.runner.stacks import STACK_FILE_ENV, StackProbe
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count, oom_kills
@@ -97,10 +98,15 @@ class _Run:
         self.gpu = GpuSampler(nvml, config.sample_interval_s) if nvml is not None else None
         self.gpu_unavailable: str | None = None
 
-    def spawn(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        """Start the child with an event pipe of its own (``self.events``)."""
+    def spawn(self, env: dict[str, str]) -> ChildProcess:
+        """Start the child with an event pipe of its own (``self.events``): forked warm where the
+        script allows it (``warm.py``), otherwise a fresh interpreter."""
         read_fd, write_fd = os.pipe()
         try:
+            forked = self.spawn_warm(env, write_fd)
+            if forked is not None:
+                self.events = os.fdopen(read_fd, "rb", buffering=0)
+                return forked
             proc = subprocess.Popen(
                 child_command(self.config),
                 cwd=self.config.cwd,
@@ -115,6 +121,26 @@ class _Run:
             os.close(write_fd)
         self.events = os.fdopen(read_fd, "rb", buffering=0)
         return proc
+
+    def spawn_warm(self, env: dict[str, str], event_fd: int) -> warm.ForkedProcess | None:
+        """The child forked by the command's warm starter, or None: it starts cold."""
+        preloads = warm.preloads_for(self.config.script) if self.config.warm_start else None
+        if preloads is None:
+            return None
+        command = child_command(self.config)
+        found = warm.starter(command[0], command[3], preloads)
+        if found is None:
+            return None
+        out_read, out_write = os.pipe()
+        try:
+            pid = found.start(command[4:], self.config.cwd, env, out_write, event_fd)
+        except warm.WarmStartFailed:
+            warm.forget(found)
+            os.close(out_read)
+            return None
+        finally:
+            os.close(out_write)
+        return warm.ForkedProcess(found, pid, os.fdopen(out_read, "rb", buffering=0), command)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -229,7 +255,8 @@ class _Run:
 
     def finish(self) -> None:
         """Terminate what is left of the run, then read what the pipes still hold."""
-        terminate_run(self.proc, self.run_id, self.host.tracked_pids())
+        adopter = self.proc.starter.proc.pid if isinstance(self.proc, warm.ForkedProcess) else None
+        terminate_run(self.proc, self.run_id, self.host.tracked_pids(), adopter)
         self.stack.close()
         deadline = time.monotonic() + DRAIN_S
         with self.selector() as selector:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from typing import IO, Protocol
 
 import psutil
 
@@ -15,13 +16,32 @@ from fastload_cli.records import RUN_ID_ENV
 KILL_GRACE_S = 1.0
 
 
-def terminate_run(proc: subprocess.Popen[bytes], run_id: str, known_pids: list[int]) -> None:
+class ChildProcess(Protocol):
+    """A run's process as the runner uses it: ``subprocess.Popen``, or a run forked warm."""
+
+    pid: int
+    returncode: int | None
+    stdout: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+def terminate_run(proc: ChildProcess, run_id: str, known_pids: list[int], adopter: int | None = None) -> None:
     """Terminate every process of a run: workers and other descendants first, then the child.
 
     Finds them three ways, so none escapes: the child's descendants, the child's process group
-    (workers orphaned by a dead child keep it), and the run id in their environment.
+    (workers orphaned by a dead child keep it), and the run id in their environment. A run forked
+    warm carries the starter's environment instead; its starter (``adopter``) adopts what the run
+    orphans, and runs go one at a time, so every process below the starter is the run's.
     """
     others = [p for p in _run_processes(proc.pid, run_id, known_pids) if p.pid != proc.pid]
+    if adopter is not None:
+        with contextlib.suppress(psutil.Error):
+            seen = {p.pid for p in others} | {proc.pid}
+            others += [p for p in psutil.Process(adopter).children(recursive=True) if p.pid not in seen]
     _signal_all(others, signal.SIGTERM)
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
@@ -80,7 +100,7 @@ def _signal_all(procs: list[psutil.Process], sig: int) -> None:
             p.send_signal(sig)
 
 
-def wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+def wait(proc: ChildProcess, timeout_s: float) -> bool:
     try:
         proc.wait(timeout=timeout_s)
         return True

@@ -23,15 +23,17 @@ def report_of(done: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_script_sees_what_plain_python_shows_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("warm", ["1", "0"], ids=["forked-warm", "started-cold"])
+def test_the_script_sees_what_plain_python_shows_it(tmp_path: Path, warm: str) -> None:
     (tmp_path / "sub").mkdir()
     shutil.copy(SCRIPTS / "toy_train.py", tmp_path / "sub" / "train.py")
     args = ["sub/train.py", "--steps", "3", "--view"]
     plain = subprocess.run([sys.executable, *args, "plain.json"], cwd=tmp_path, capture_output=True, timeout=60)
     assert plain.returncode == 0, plain.stderr
     done = run_fastload(
-        "diagnose", "sub/train.py", "--modes", "real", "--", "--steps", "3", "--view", "under.json", cwd=tmp_path
-    )
+        "diagnose", "sub/train.py", "--modes", "real", "--", "--steps", "3", "--view", "under.json",
+        cwd=tmp_path, env={"FASTLOAD_WARM_START": warm},
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     seen_plain = json.loads((tmp_path / "plain.json").read_text())
     seen_under = json.loads((tmp_path / "under.json").read_text())

@@ -59,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.stacks": CHILD_SIDE,
     "runner.fixing": CHILD_SIDE,
     "runner.actuators": CHILD_SIDE,
+    "runner.warm": CHILD_SIDE,  # its starter runs child-side: it imports the child before forking runs
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
     "runner.job": {"samplers", "records", "config", "errors", "runner"},

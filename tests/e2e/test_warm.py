@@ -1,0 +1,53 @@
+"""Runs forked warm from a process that imported torch once: the script finds torch imported and
+fresh random state; a script that sets environment variables starts cold; no starter outlives
+the command. No timing is asserted: the time saved is in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import SCRIPTS, run_fastload
+
+pytestmark = pytest.mark.slow
+SCRIPT = SCRIPTS / "warm_check.py"
+
+
+def starters() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any("fastload_cli.runner.warm import serve" in part for part in proc.info["cmdline"] or ()):
+            found.append(proc)
+    return found
+
+
+def seen_runs(tmp_path: Path, script: Path) -> list[dict]:
+    seen = tmp_path / "seen.jsonl"
+    done = run_fastload(
+        "diagnose", str(script), "--modes", "real,synthetic", "--max-batches", "12", "--json", "-", "-q",
+        "--", "--seen", str(seen), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["status"] for r in json.loads(done.stdout)["runs"]] == ["ok", "ok"]
+    return [json.loads(line) for line in seen.read_text().splitlines()]
+
+
+def test_runs_fork_from_a_starter_that_imported_torch_and_none_outlives_the_command(tmp_path: Path) -> None:
+    before = {p.pid for p in starters()}
+    runs = seen_runs(tmp_path, SCRIPT)  # real, synthetic, and any run diagnose adds (the breakdown)
+    assert len(runs) >= 2 and all(r["pre_imported"] for r in runs)
+    draws = [r["draw"] for r in runs]
+    assert len(set(draws)) == len(draws)  # each run's random state is its own, as a fresh process has
+    assert {p.pid for p in starters()} <= before
+
+
+def test_a_script_that_sets_environment_variables_starts_cold(tmp_path: Path) -> None:
+    script = tmp_path / "sets_env.py"
+    sets = 'import sys\nimport os\n\nos.environ["OMP_NUM_THREADS"] = "1"\n'
+    source = SCRIPT.read_text().replace("import sys\n", sets, 1)
+    script.write_text(source)
+    runs = seen_runs(tmp_path, script)
+    assert len(runs) >= 2 and not any(r["pre_imported"] for r in runs)
