@@ -160,15 +160,17 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> N
 
 
 def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
-    """The best setting and the script's own, measured once more each when they differ: the
-    recommendation rests on their difference, and one run of each can be off by the machine's noise."""
+    """The best setting and the script's own, measured once more each when they differ by less
+    than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
+    can be off by the machine's noise (never by a factor of two)."""
     ok = usable(measured.values())
-    if not limits.confirm or not ok or current is None or measured[current].throughput_samples_per_s is None:
+    own = measured[current].throughput_samples_per_s if current is not None and current in measured else None
+    if not limits.confirm or not ok or current is None or not own:
         return None
-    best = max(ok, key=throughput).workers
-    if best == current:
+    top = max(ok, key=throughput)
+    if top.workers == current or throughput(top) >= own * th.SWEEP_CONFIRM_BELOW:
         return None
-    return next((w for w in (best, current) if measured[w].runs < 2), None)
+    return next((w for w in (top.workers, current) if measured[w].runs < 2), None)
 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:

@@ -105,6 +105,10 @@ SWEEP_NOISE_FLOOR = 0.05
 # Among settings this close to the best throughput, the fewest workers are recommended: they cost
 # less memory and fewer processes for a difference no run can tell apart.
 SWEEP_PREFER_FEWER_WITHIN = 0.03
+# The best setting and the script's own are measured once more only while the best is less than
+# this many times as fast: two runs of one setting differ by 10-25% on a busy machine, so no pair
+# of single runs is off by a factor of two, and a second run of each would only confirm it.
+SWEEP_CONFIRM_BELOW = 2.0
 # Rungs in a row that must fail to improve before the climb stops: one flat rung can be noise.
 SWEEP_PATIENCE = 2
 # Extra settings measured between the best point and its neighbours once the climb has stopped.

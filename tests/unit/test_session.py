@@ -130,7 +130,8 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     outcome = session.run_sweep(runner, sweep.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
     # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
-    assert [c.spec.workers for c in calls[2:]] == [8, 6, 12, 8, 2]  # then 8 and 2 again: confirmed
+    # 8 is four times as fast as the script's own 2: a second run of each could not change that
+    assert [c.spec.workers for c in calls[2:]] == [8, 6, 12]
     result = analyze(outcome.runs, sweep.Limits()).facts.sweep
     assert result is not None
     assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)

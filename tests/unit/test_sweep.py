@@ -296,8 +296,13 @@ def test_limits_take_the_epoch_length_from_the_loader() -> None:
 
 
 def test_the_best_and_the_scripts_own_setting_are_measured_twice_when_they_differ() -> None:
-    points = search(latency_bound, Limits(refine=0), current=2, confirm=True)
-    assert order(points) == [0, 1, 2, 4, 8, 16, 32, 16, 2]
+    points = search(latency_bound, Limits(refine=0), current=8, confirm=True)  # 300 against 160
+    assert order(points) == [0, 1, 2, 4, 8, 16, 32, 16, 8]
+
+
+def test_no_second_runs_where_the_best_is_twice_as_fast_as_the_scripts_own() -> None:
+    points = search(latency_bound, Limits(refine=0), current=2, confirm=True)  # 300 against 40
+    assert order(points) == [0, 1, 2, 4, 8, 16, 32]
 
 
 def test_no_second_runs_when_the_scripts_own_setting_is_the_best() -> None:
