@@ -26,8 +26,9 @@ DEFAULT_PY_SPY_S = 3.0
 # 20 Hz: a run of a few seconds still gets dozens of CPU readings per process.
 DEFAULT_SAMPLE_INTERVAL_S = 0.05
 # diagnose starts its follow-up runs (the cached run, runs that verify fixes) only while each would
-# end within this many seconds of the command's start: the verdict comes first, and fast.
-DEFAULT_FOLLOW_UP_BUDGET_S = 30.0
+# end within this many seconds of the command's start: the verdict comes first, and fast (a run
+# that ends later than its estimate still leaves the command under 30 s).
+DEFAULT_FOLLOW_UP_BUDGET_S = 25.0
 # How long a child may take to leave after it was asked to stop, before it is terminated.
 DEFAULT_STOP_GRACE_S = 3.0
 

@@ -223,10 +223,10 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
     so far); those that would not are named, so their recommendations say they were not verified."""
     analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
     split = cached and analysis.facts.no_aug is not None  # the third part of the split: both removed
-    specs = [
+    specs = [  # the split's third part last: a verified fix matters more
         *([ModeSpec(mode=Mode.CACHED)] if cached else []),
-        *([ModeSpec(mode=Mode.CACHED_NO_AUG)] if split else []),
         *next_runs.verifications(analysis, done.runs),
+        *([ModeSpec(mode=Mode.CACHED_NO_AUG)] if split else []),
     ]
     outcome = done
     for position, spec in enumerate(specs):
