@@ -53,7 +53,7 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     raise StopRun
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to kill this process if fastload dies, so no run outlives its profiler."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -138,7 +138,7 @@ def main() -> NoReturn:
     spec = ChildSpec.from_json(sys.argv[1])
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
     channel = Channel(_channel_fd())
-    _die_with_parent()
+    die_with_parent()
     stacks.register_in_child()
     script_file = _prepare_sys(script_arg0, script_args)
     installed = hooks.install(channel, spec)

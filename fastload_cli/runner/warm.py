@@ -129,7 +129,6 @@ class WarmStarter:
     """The starter process of one interpreter and set of preloads, and the socket to it."""
 
     def __init__(self, python: str, package_parent: str, preloads: tuple[str, ...]) -> None:
-        self.preloads = preloads
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**os.environ, WARM_FD_ENV: str(theirs.fileno()), "FASTLOAD_PRELOADS": ",".join(preloads)}
         try:
@@ -253,7 +252,7 @@ def serve() -> NoReturn:
     """Import the preloads, say ready, then fork a run per request until the parent goes."""
     from fastload_cli.runner import child  # before the fork: every run shares the import
 
-    child._die_with_parent()
+    child.die_with_parent()
     _adopt_orphans()
     sock = socket.socket(fileno=int(os.environ.pop(WARM_FD_ENV)))
     names = [n for n in os.environ.pop("FASTLOAD_PRELOADS", "").split(",") if n]
