@@ -51,3 +51,22 @@ def test_a_script_that_sets_environment_variables_starts_cold(tmp_path: Path) ->
     script.write_text(source)
     runs = seen_runs(tmp_path, script)
     assert len(runs) >= 2 and not any(r["pre_imported"] for r in runs)
+
+
+def test_a_starter_that_cannot_import_its_preloads_leaves_the_runs_cold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastload_cli.config import RunConfig
+    from fastload_cli.runner import launch, warm
+
+    preloads = ("torch", "no_such_module_for_fastload")
+    monkeypatch.setattr(warm, "preloads_for", lambda script: preloads)
+    config = RunConfig(script=SCRIPT, script_arg0=str(SCRIPT), script_args=("--seen", "/dev/null"), max_batches=12)
+    before = {p.pid for p in starters()}
+    try:
+        result = launch.run_mode(config)
+        assert result.status.value == "ok" and len(result.batches) >= 12  # measured, cold
+        failed = [key for key in warm._FAILED if key[2] == preloads]
+        assert failed and not any(key[2] == preloads for key in warm._STARTERS)
+        assert {p.pid for p in starters()} <= before  # the failed starter is gone
+    finally:
+        warm.close_all()
+        warm._FAILED.clear()
