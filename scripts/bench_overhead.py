@@ -65,7 +65,8 @@ def under_fastload(path: Path, steps: int, mode: str) -> tuple[float, dict]:
     """(the script's own throughput, fastload's report) for one mode."""
     command = [
         sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", mode, "--warmup", "1",
-        "--max-batches", str(steps * 10), "--fixed-batches", "--show-output", "--quiet", "--json", "-", "--", "--steps", str(steps),
+        "--max-batches", str(steps * 10), "--fixed-batches", "--show-output", "--quiet", "--json", "-",
+        "--", "--steps", str(steps),
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
