@@ -72,9 +72,10 @@ MODES_PER_TABLE = 4
 def _modes(report: Report) -> list[RenderableType]:
     modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
     shown: list[RenderableType] = []
-    if modes and (report.sweep is None or len(modes) > 1):  # a few modes per table: 100 columns hold four
-        chunks = [modes[i : i + MODES_PER_TABLE] for i in range(0, len(modes), MODES_PER_TABLE)]
-        shown = [part for i, chunk in enumerate(chunks) for part in ([Text("")] if i else []) + [_runs_table(chunk)]]
+    if modes and (report.sweep is None or len(modes) > 1):
+        for start in range(0, len(modes), MODES_PER_TABLE):  # a few modes per table: 100 columns hold four
+            shown += [Text("")] if start else []
+            shown.append(_runs_table(modes[start : start + MODES_PER_TABLE]))
     jobs = [r for r in report.runs if r.ranks]
     slowest = report.verdict.slowest_rank  # as the real run names it
     return shown + [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]

@@ -55,6 +55,7 @@ OUTPUT_TAIL_BYTES = 32 * 1024
 SETTLE_CHECK_S = 0.2
 POLL_S = 0.1
 DRAIN_S = 1.0
+PACKAGE_PARENT = str(Path(fastload_cli.__file__).resolve().parent.parent)  # the child puts it on its path
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +66,13 @@ class Observer:
     on_output: Callable[[bytes], None] | None = None  # the script's own output, as it comes
 
 
+def child_args(config: RunConfig) -> list[str]:
+    """What ``child.main`` reads from its argv: the spec, then the script as given, and its args."""
+    return [config.child.to_json(), config.script_arg0, *config.script_args]
+
+
 def child_command(config: RunConfig) -> list[str]:
-    package_parent = str(Path(fastload_cli.__file__).resolve().parent.parent)
-    spec = config.child.to_json()
-    return [config.python, "-c", BOOTSTRAP, package_parent, spec, config.script_arg0, *config.script_args]
+    return [config.python, "-c", BOOTSTRAP, PACKAGE_PARENT, *child_args(config)]
 
 
 class _Run:
@@ -127,20 +131,20 @@ class _Run:
         preloads = warm.preloads_for(self.config.script) if self.config.warm_start else None
         if preloads is None:
             return None
-        command = child_command(self.config)
-        found = warm.starter(command[0], command[3], preloads)
+        found = warm.starter(self.config.python, PACKAGE_PARENT, preloads)
         if found is None:
             return None
+        args = child_args(self.config)
         out_read, out_write = os.pipe()
         try:
-            pid = found.start(command[4:], self.config.cwd, env, out_write, event_fd)
+            pid = found.start(args, self.config.cwd, env, out_write, event_fd)
         except warm.WarmStartFailed:
             warm.forget(found)
             os.close(out_read)
             return None
         finally:
             os.close(out_write)
-        return warm.ForkedProcess(found, pid, os.fdopen(out_read, "rb", buffering=0), command)
+        return warm.ForkedProcess(found, pid, os.fdopen(out_read, "rb", buffering=0), args)
 
     # -- the loop --------------------------------------------------------------------------
 
