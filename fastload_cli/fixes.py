@@ -266,6 +266,11 @@ class DecodedCache:
             found = self._read(index)
         return _transformed(found, self.transform)
 
+    def read(self, index: int) -> Any:
+        """Item ``index`` read and decoded from the dataset and transformed, as the dataset alone
+        gives it: the cache is neither consulted nor filled."""
+        return _transformed(self.dataset[index], self.transform)
+
     def _read(self, index: int) -> Any:
         item = self.dataset[index]
         size = sample_nbytes(item)

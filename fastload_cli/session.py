@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, sweep
+from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, split, sweep
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
@@ -46,6 +46,7 @@ from fastload_cli.samplers.host import available_memory
 ObserverFactory = Callable[[ModeSpec], Observer]
 NoteSink = Callable[[ModeSpec | None, str], None]  # a note on a mode's run, or on the command
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
+SPLIT_RUN_COST = 2.5  # the split run's length, in runs like the median one so far
 NO_LOADER_HINT = (
     "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
     "data already on the device are not seen"
@@ -63,6 +64,7 @@ class Outcome:
     limits: sweep.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
     fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
     unverified: tuple[str, ...] = ()  # follow-up runs past diagnose's time budget ("cached", fix names)
+    split_run: RunResult | None = None  # the split run, when one ran: the pipelines of the split in turns
 
     def adding(self, run: RunResult, summary: RunSummary) -> Outcome:
         return replace(self, runs=(*self.runs, run), summaries=(*self.summaries, summary))
@@ -195,10 +197,12 @@ class DiagnoseRuns:
 
     def execute(self, runner: ModeRunner) -> Outcome:
         started = time.monotonic()
-        modes = with_split(self.modes)
+        modes = self.modes
         if any(spec.mode in CACHING for spec in modes):
             runner = replace(runner, base=with_cache(runner.base))
         outcome = run_modes(runner, modes)
+        if wants_split(modes) and not outcome.interrupted:
+            outcome = run_split(runner, outcome)
         if outcome.interrupted:
             return outcome
         analysis = analyze(outcome.runs, summaries=outcome.summaries)
@@ -222,36 +226,39 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
     starts only while it would end by ``deadline`` (a run takes about as long as the median run
     so far); those that would not are named, so their recommendations say they were not verified."""
     analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
-    split = cached and analysis.facts.no_aug is not None  # the third part of the split: both removed
-    specs = [  # the split's third part last: a verified fix matters more
+    splitting = cached and analysis.facts.no_aug is not None  # the split run: its turns give every part
+    specs = [
         *([ModeSpec(mode=Mode.CACHED)] if cached else []),
         *next_runs.verifications(analysis, done.runs),
-        *([ModeSpec(mode=Mode.CACHED_NO_AUG)] if split else []),
     ]
     outcome = done
     for position, spec in enumerate(specs):
         if not _fits(outcome, deadline):
             left = tuple(s.label.removeprefix("fix:") for s in specs[position:])
-            runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(left)}.")
+            named = (*left, "split") if splitting else left
+            runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(named)}.")
             return replace(outcome, unverified=left)
         if spec.mode is Mode.CACHED:
             runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
-        elif spec.mode is Mode.CACHED_NO_AUG:
-            runner.on_note(None, "... and with the augmentation replaced too (cached-no-aug): what the rest costs.")
         else:
             runner.on_note(None, f"Verifying what fastload can apply itself: {spec.label.removeprefix('fix:')}.")
         chosen = replace(runner, base=with_cache(runner.base)) if spec.mode in CACHING else runner
         outcome = run_modes(chosen, (spec,), outcome)
         if outcome.interrupted:
             return outcome
-    return outcome
+    if not splitting:  # the split last: a verified fix matters more
+        return outcome
+    if not _fits(outcome, deadline, SPLIT_RUN_COST):
+        runner.on_note(None, "Not measured within diagnose's time budget: split.")
+        return outcome
+    return run_split(replace(runner, base=with_cache(runner.base)), outcome)
 
 
-def _fits(outcome: Outcome, deadline: float) -> bool:
-    """A run like the median one so far would end by ``deadline``."""
+def _fits(outcome: Outcome, deadline: float, cost: float = 1.0) -> bool:
+    """A run ``cost`` times as long as the median one so far would end by ``deadline``."""
     walls = sorted(s.run_wall_s for s in outcome.summaries if s.run_wall_s is not None)
     expected = walls[len(walls) // 2] if walls else 0.0
-    return time.monotonic() + expected <= deadline
+    return time.monotonic() + cost * expected <= deadline
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,13 +304,21 @@ class TryRuns:
         return run_modes(runner, planned.specs, done=outcome)
 
 
-def with_split(modes: Sequence[ModeSpec]) -> tuple[ModeSpec, ...]:
-    """``modes``, with cached-no-aug after them where cached and no-aug are among them: the run
-    that gives the third part of the split (what is left with both removed)."""
-    asked = {spec.mode for spec in modes}
-    if {Mode.CACHED, Mode.NO_AUG} <= asked and Mode.CACHED_NO_AUG not in asked:
-        return (*modes, ModeSpec(mode=Mode.CACHED_NO_AUG))
-    return tuple(modes)
+def wants_split(modes: Sequence[ModeSpec]) -> bool:
+    """Cached and no-aug are among ``modes``: the split of the real pipeline's time is asked for,
+    and the split run measures it (``run_split``)."""
+    return {Mode.CACHED, Mode.NO_AUG} <= {spec.mode for spec in modes}
+
+
+def run_split(runner: ModeRunner, done: Outcome) -> Outcome:
+    """The split run: the real, no-aug, cached and cached-no-aug pipelines taking turns in one run
+    of the script, sized from the training loader the runs so far saw (``split.split_batches``)."""
+    runner.on_note(None, "Splitting the real pipeline's time: real, no-aug, cached and cached-no-aug in turns (split).")
+    turn, batches = split.split_batches(first_loader(done.runs))
+    config = with_cache(replace(runner.base, max_batches=batches, fixed_batches=True))
+    config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
+    run, _ = runner.measure(config)
+    return replace(done, split_run=run, interrupted=run.status is RunStatus.INTERRUPTED)
 
 
 def with_cache(config: RunConfig) -> RunConfig:

@@ -74,7 +74,8 @@ def split_case(repeats: int) -> list[dict]:
         print(
             f"split: real {split['real_ms']:.1f} ms = storage+decode {split['storage_decode_ms']:.1f} + augmentation "
             f"{split['augmentation_ms']:.1f} + rest {split['rest_ms']:.1f} (of which the step {split['step_ms']:.1f}; "
-            f"parts {100 * split['parts_vs_real']:.0f}% of the real step)"
+            f"parts {100 * split['parts_vs_real']:.0f}% of the real step; {split['method']}, "
+            f"{split['turns']} turns each, turn-to-turn spread ±{100 * (split['spread'] or 0):.0f}%)"
         )
     return rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import fastload_cli
-from fastload_cli.analyzer import analyze, sweep, trials
+from fastload_cli.analyzer import analyze, split, sweep, trials
 from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
@@ -29,6 +29,8 @@ class Measured(Protocol):
     def fixes(self) -> tuple[FixSpec, ...]: ...
     @property
     def unverified(self) -> tuple[str, ...]: ...
+    @property
+    def split_run(self) -> RunResult | None: ...
 
 
 def build_report(command: str, base: RunConfig, measured: Measured, environment: Environment) -> Report:
@@ -54,7 +56,8 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
         profile=next((r.profile for r in measured.runs if r.spec.mode is Mode.REAL and r.profile), None),
         timelines=tuple(timeline(run) for run in measured.runs),
         fixes=trials.results(measured.fixes, measured.runs, measured.summaries) if measured.fixes else (),
-        split=trials.input_split(facts.real, facts.cached, facts.no_aug, facts.cached_no_aug, facts.synthetic),
+        split=split.interleaved_split(measured.split_run, facts.synthetic)
+        or split.input_split(facts.real, facts.cached, facts.no_aug, facts.cached_no_aug, facts.synthetic),
     )
 
 

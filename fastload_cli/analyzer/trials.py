@@ -1,9 +1,8 @@
-"""Fixes measured by running them, and where the real run's time per batch goes.
+"""Fixes measured by running them.
 
 ``fastload try``: which fixes apply to the script's loader (and why the others do not), what each
 run with fixes applied measured against the real run, with the noise, the memory it cost and the
-code change that makes it permanent. With the ``cached`` mode beside ``real``, ``no-aug`` and
-``synthetic``: the time per batch split into storage+decode, augmentation and the rest.
+code change that makes it permanent (the cached split is ``split.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from fastload_cli.records import (
     Fix,
     FixResult,
     FixSpec,
-    InputSplit,
     LoaderInfo,
     Mode,
     Recommendation,
@@ -195,38 +193,6 @@ def judge(speedup: float | None, spread: float) -> str:
     if speedup > 1:
         return f"measured {speedup:.2f}x the real run's throughput (noise ±{100 * spread:.0f}%)"
     return f"slower: {speedup:.2f}x the real run's throughput (noise ±{100 * spread:.0f}%); do not adopt it"
-
-
-def input_split(
-    real: RunSummary | None,
-    cached: RunSummary | None,
-    no_aug: RunSummary | None,
-    bare: RunSummary | None,
-    synthetic: RunSummary | None,
-) -> InputSplit | None:
-    """The real run's time per batch, split by the runs that removed part of loading (``bare``:
-    the cached-no-aug run); None without a cached run (or a real one) that measured throughput."""
-    real_ms, cached_ms = _batch_ms(real), _batch_ms(cached)
-    if real_ms is None or cached_ms is None:
-        return None
-    no_aug_ms, rest_ms = _batch_ms(no_aug), _batch_ms(bare)
-    storage = real_ms - cached_ms
-    augmentation = real_ms - no_aug_ms if no_aug_ms is not None else None
-    parts = (storage, augmentation, rest_ms)
-    residual = real_ms - sum(p for p in parts if p is not None) if None not in parts else None
-    return InputSplit(
-        real_ms=real_ms,
-        storage_decode_ms=storage,
-        augmentation_ms=augmentation,
-        rest_ms=rest_ms,
-        step_ms=_batch_ms(synthetic),
-        residual_ms=residual,
-    )
-
-
-def _batch_ms(summary: RunSummary | None) -> float | None:
-    rate = summary.throughput_batches_per_s if summary is not None else None
-    return 1000.0 / rate if rate else None
 
 
 def not_verified(

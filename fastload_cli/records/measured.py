@@ -81,6 +81,16 @@ CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the 
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseMark:
+    """The split run: after the loader's ``batch``-th batch (counting from 1, warm-up included),
+    its samples take the pipeline ``phase`` names (``real``, ``no-aug``, ``cached``, ...)."""
+
+    loader_id: int
+    batch: int
+    phase: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Substitution:
     loader_id: int
     location: str  # where in the dataset, e.g. "dataset.transform.transforms[2]"
@@ -262,6 +272,7 @@ class RunResult:
     host_health: SamplerHealth | None = None
     gpu_health: SamplerHealth | None = None  # NVML fields that could not be read, and why
     breakdown: Breakdown | None = None  # the breakdown run's measurement
+    phases: tuple[PhaseMark, ...] = ()  # the split run: where each pipeline took its turn
     memory_available_bytes: int | None = None  # memory free for new processes when the run started
     profile: Profile | None = None  # py-spy samples of the loading processes, when asked for
     gpu_samples: tuple[GpuSample, ...] = ()

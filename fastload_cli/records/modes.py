@@ -26,6 +26,10 @@ class Mode(enum.Enum):
     # Both of the above: storage, decoding and augmentation free. What is left (collate, the
     # handoff, the step) is the third part of the cached split.
     CACHED_NO_AUG = "cached-no-aug"
+    # The four pipelines the split compares (real, no-aug, cached, cached-no-aug) taking turns in
+    # one run of the script, a few batches each, so the machine's drift between runs cancels out.
+    # Not a mode a user picks: diagnose runs it where the split was asked for.
+    SPLIT = "split"
     # Fixes applied inside the child (``fastload try --fix``): ``fix:NAME``, or names joined by "+".
     FIX = "fix"
     # Not a mode a user picks: the real pipeline, timed step by step on a sample of items at the
@@ -35,7 +39,7 @@ class Mode(enum.Enum):
     @property
     def selectable(self) -> bool:
         """A mode a command line may name in --modes (fixes are asked for with ``try --fix``)."""
-        return self not in (Mode.BREAKDOWN, Mode.FIX)
+        return self not in (Mode.BREAKDOWN, Mode.FIX, Mode.SPLIT)
 
 
 class Fix(enum.Enum):
@@ -154,6 +158,7 @@ class ChildSpec:
     breakdown_items: int = 0  # breakdown: samples timed step by step
     cache_batches: int = 0  # cached / cache-decoded: batches' worth of samples decoded into memory
     cache_bytes: int = 0  # ... and the memory they may take at most (0: no bound)
+    phase_batches: int = 0  # split: batches each pipeline takes in turn (after the warm-up)
 
     def to_json(self) -> str:
         raw = asdict(self)
@@ -217,6 +222,7 @@ class EventKind(enum.Enum):
     EXCEPTION = "exception"  # uncaught exception in the script
     END = "end"  # the child is leaving: why, and its exit code
     BREAKDOWN = "breakdown"  # per-step loading time of a sample of items (the breakdown run)
+    PHASE = "phase"  # the split run: from this batch on, the samples take this pipeline
 
 
 # Environment variable carrying the event channel's file descriptor to the child.

@@ -237,9 +237,13 @@ class FixResult:
     code: str  # the change that makes it permanent
 
 
+SEPARATE_RUNS = "separate runs"  # InputSplit.method: each part from a run of its own
+INTERLEAVED = "interleaved"  # ... from one run where the pipelines took turns
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InputSplit:
-    """The real run's time per batch, split by the runs that each removed part of loading:
+    """The real pipeline's time per batch, split by the runs (or turns) that each removed part of loading:
     storage+decode (``cached``), augmentation (``no-aug``), and the rest (``cached-no-aug``: both
     removed, so what is left is loading's other work, such as collate and the handoff, and the
     step beside it). Each part is measured on its own; the residual is what they leave out, or
@@ -251,6 +255,9 @@ class InputSplit:
     rest_ms: float | None  # cached-no-aug: loading's other work and the step
     step_ms: float | None  # synthetic: the step alone, with free inputs (part of the rest)
     residual_ms: float | None  # real - the three parts (None unless all three were measured)
+    method: str = SEPARATE_RUNS  # or INTERLEAVED: the pipelines took turns in one run (the split run)
+    turns: int | None = None  # interleaved: the turns each pipeline took
+    spread: float | None = None  # interleaved: the largest turn-to-turn spread of a pipeline, ± share
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,7 @@ from fastload_cli.formatting import (
     whole,
 )
 from fastload_cli.records import (
+    INTERLEAVED,
     BatchInfo,
     Bottleneck,
     Breakdown,
@@ -335,7 +336,8 @@ def _fix(f: FixResult) -> RenderableType:
 
 
 def _split(found: InputSplit) -> list[RenderableType]:
-    """Where the real run's time per batch goes, each part from the run that removed it."""
+    """Where the real pipeline's time per batch goes, each part from the run (or the split run's
+    turns) that removed it."""
     parts = (
         ("storage + decode", found.storage_decode_ms, "real - cached"),
         ("augmentation", found.augmentation_ms, "real - no-aug"),
@@ -350,7 +352,15 @@ def _split(found: InputSplit) -> list[RenderableType]:
         if value is not None:
             table.add_row(name, ms(value), pct(value / found.real_ms), how)
     table.add_row("real run", ms(found.real_ms), "100%", "1 / throughput", style="bold")
-    return [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
+    lines: list[RenderableType] = [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
+    if found.method == INTERLEAVED:
+        spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
+        how = (
+            f"Measured in one run of the script: the four pipelines took turns of a few batches each "
+            f"({found.turns} turns each{spread}); the synthetic step from its own run."
+        )
+        lines.append(Padding(Text(how, style="dim"), (0, 0, 0, 2)))
+    return lines
 
 
 def _profile(profile: Profile) -> list[RenderableType]:

@@ -6,6 +6,7 @@ from fastload_cli.records import ChildSpec, Mode
 from fastload_cli.runner import modes
 from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
+from fastload_cli.runner.interleave import InterleavedSplit
 from fastload_cli.runner.modes import Actuator, Timed
 
 ACTUATORS: dict[Mode, type[Actuator]] = {
@@ -13,6 +14,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.CACHED: CachedInputs,
     Mode.CACHED_NO_AUG: CachedNoAugmentation,
     Mode.FIX: FixesApplied,
+    Mode.SPLIT: InterleavedSplit,
 }
 
 

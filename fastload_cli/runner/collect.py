@@ -16,6 +16,7 @@ from fastload_cli.records import (
     EventKind,
     IteratorInfo,
     LoaderInfo,
+    PhaseMark,
     ScriptError,
     StopReason,
     Substitution,
@@ -39,6 +40,7 @@ class EventCollector:
     end_ns: int | None = None
     schedstat: bool = False
     breakdown: Breakdown | None = None
+    phases: list[PhaseMark] = field(default_factory=list)
     hello: bool = False
     pid: int | None = None
     rank: int | None = None  # in a data-parallel job: the global rank, local rank and world size
@@ -118,6 +120,9 @@ class EventCollector:
     def _on_breakdown(self, e: dict[str, Any]) -> None:
         self.breakdown = breakdown_record(e)
 
+    def _on_phase(self, e: dict[str, Any]) -> None:
+        self.phases.append(build(PhaseMark, e))
+
     def _on_end(self, e: dict[str, Any]) -> None:
         self.end_reason = StopReason(e["reason"])
         self.end_exit_code = e["exit_code"]
@@ -180,4 +185,5 @@ _HANDLERS = {
     EventKind.EXCEPTION: EventCollector._on_exception,
     EventKind.END: EventCollector._on_end,
     EventKind.BREAKDOWN: EventCollector._on_breakdown,
+    EventKind.PHASE: EventCollector._on_phase,
 }

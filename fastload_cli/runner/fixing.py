@@ -21,9 +21,10 @@ from functools import cached_property
 from typing import Any
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
-from fastload_cli.records import CACHE_LOCATION, UNCHANGED, Fix
+from fastload_cli.records import CACHE_LOCATION, UNCHANGED, ChildSpec, Fix
 from fastload_cli.runner import transforms
 from fastload_cli.runner.batches import safe_len
+from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, NoAugmentation, Produce, WorkersOverride
 
 FILL_THREADS = 8  # reads in flight while the cache fills: storage latency overlaps
@@ -101,14 +102,21 @@ class CachedInputs(Actuator):
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Any) -> Any:
         view = getattr(loader, "dataset", None)
-        if isinstance(view, CachedView) and not view.keys:
-            batches = self.spec.cache_batches
-            cached = view.fill(batches * (loader.batch_size or 1) if batches else len(view))
-            size = view.cache.cached_bytes
-            self.channel.substitution(
-                state.loader_id, CACHE_LOCATION, f"{cached} samples decoded", f"{size} bytes in memory"
-            )
+        if isinstance(view, CachedView):
+            fill_cache(view, loader, self.spec, self.channel, state.loader_id)
         return original(loader)
+
+
+def fill_cache(view: CachedView, loader: Any, spec: ChildSpec, channel: Channel, loader_id: int) -> None:
+    """At a loader's first ``iter()``, before its workers start: decode the samples of the batches
+    the run asks for into ``view``, and say how many and how much memory they take."""
+    if view.keys:
+        return
+    batches = spec.cache_batches
+    cached = view.fill(batches * (loader.batch_size or 1) if batches else len(view))
+    channel.substitution(
+        loader_id, CACHE_LOCATION, f"{cached} samples decoded", f"{view.cache.cached_bytes} bytes in memory"
+    )
 
 
 @dataclass

@@ -313,6 +313,7 @@ class _Run:
             gpu_samples=gpu_samples,
             gpu_health=gpu_health,
             breakdown=c.breakdown,
+            phases=tuple(c.phases),
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,
             profiler_cpu_s=time.process_time() - self.started_cpu_s,

@@ -42,27 +42,29 @@ def test_try_applies_each_fix_inside_the_script_and_refuses_what_cannot_apply(tm
     assert seen_as == {(False, "Reads"), (True, "Reads"), (False, "CachedView"), (True, "CachedView")}
 
 
-def test_a_cached_run_splits_a_batchs_time(tmp_path: Path) -> None:
-    seen = tmp_path / "seen.jsonl"
+def test_the_split_run_takes_turns_of_the_four_pipelines_and_splits_a_batchs_time(tmp_path: Path) -> None:
+    seen, jittered = tmp_path / "seen.jsonl", tmp_path / "jittered.txt"
     done = run_fastload(
         "diagnose", SCRIPT, "--modes", "real,synthetic,no-aug,cached", "--max-batches", "12", "--json", "-", "-q",
-        "--", "--seen", str(seen), timeout=300,
+        "--", "--seen", str(seen), "--jittered", str(jittered), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    # cached and no-aug asked for: cached-no-aug follows them, for the split's third part
-    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic", "no-aug", "cached", "cached-no-aug"]
+    # cached and no-aug asked for: the split run follows them, apart from the modes' runs
+    assert [r["mode"] for r in report["runs"]] == ["real", "synthetic", "no-aug", "cached"]
     split = report["split"]
-    assert split is not None and split["real_ms"] > 0
+    assert split is not None and split["method"] == "interleaved" and split["turns"] == 2
     parts = ("storage_decode_ms", "augmentation_ms", "rest_ms", "step_ms", "residual_ms")
     assert None not in (split[part] for part in parts)
     total = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"] + split["residual_ms"]
-    # what the script saw in each run: in the last, its dataset cached and its Jitter replaced
+    assert total == pytest.approx(split["real_ms"], abs=1e-3)  # the JSON rounds each figure
+    # the split run's dataset switched pipelines while its workers ran: its batches come jittered
+    # (real, cached), then not (no-aug, cached-no-aug), in turns of 22 batches (6 + 16), after 5
     lines = [json.loads(line) for line in seen.read_text().splitlines()]
-    assert {"persistent_workers": False, "dataset": "CachedView", "transform": "Jitter"} in lines  # cached
-    assert lines[-1]["dataset"] == "CachedView" and lines[-1]["transform"] != "Jitter", lines
-    # the residual is what the three parts leave out (the JSON rounds each figure)
-    assert total == pytest.approx(split["real_ms"], abs=1e-3)
+    assert lines[-1]["dataset"] == "Switched" and lines[-1]["transform"] == "Jitter", lines
+    last = jittered.read_text().splitlines()[-1]
+    turns = [last[5 + 22 * k + 8 : 5 + 22 * (k + 1)] for k in range(8)]  # each turn past its first 8
+    assert turns == ["1" * 14, "0" * 14, "1" * 14, "0" * 14, "0" * 14, "1" * 14, "0" * 14, "1" * 14], last
 
 
 def test_try_without_a_fix_or_with_an_unknown_one_is_a_usage_error() -> None:

@@ -1,6 +1,8 @@
 """A script for `fastload try`: a map-style dataset that 'reads' with a sleep, then applies a random
 transform held in its `transform` attribute, on two workers that start again every epoch. At its
-first batch it appends what it sees of its own loader to the file given by --seen."""
+first batch it appends what it sees of its own loader to the file given by --seen; with --jittered,
+it appends to that file, at every batch, 1 when the batch was jittered and 0 when it was not (a
+line per run)."""
 
 import argparse
 import json
@@ -13,6 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 parser = argparse.ArgumentParser()
 parser.add_argument("--seen", required=True)
 parser.add_argument("--read-ms", type=float, default=2.0)
+parser.add_argument("--jittered")
 args = parser.parse_args()
 
 
@@ -40,6 +43,9 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 first = True
 for _epoch in range(100):
     for x, y in loader:
+        if first and args.jittered:  # one line per run
+            with open(args.jittered, "a") as handle:
+                handle.write("\n")
         if first:
             seen = {
                 "persistent_workers": loader.persistent_workers,
@@ -49,6 +55,9 @@ for _epoch in range(100):
             with open(args.seen, "a") as handle:
                 handle.write(json.dumps(seen) + "\n")
             first = False
+        if args.jittered:
+            with open(args.jittered, "a") as handle:
+                handle.write("1" if bool((x != x.floor()).any()) else "0")
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()

@@ -129,6 +129,11 @@ def fix_spec(label: str) -> ModeSpec:
     return ModeSpec(mode=Mode.FIX, fixes=tuple(label.removeprefix("fix:").split("+")))
 
 
+def _spec(mode: str) -> ModeSpec:
+    """A mode as a command line names it, or one fastload runs itself (the split run)."""
+    return ModeSpec(mode=Mode.SPLIT) if mode == Mode.SPLIT.value else ModeSpec.parse(mode)
+
+
 def run(
     mode: str = "real",
     batch_list: Sequence[BatchRecord] = (),
@@ -148,7 +153,7 @@ def run(
     replaced = (CACHED_SUBSTITUTION,) if mode == "cached" else replaced
     replaced = (NO_AUG_SUBSTITUTION, CACHED_SUBSTITUTION) if mode == "cached-no-aug" else replaced
     return RunResult(
-        spec=fix_spec(mode) if mode.startswith("fix:") else ModeSpec.parse(mode),
+        spec=fix_spec(mode) if mode.startswith("fix:") else _spec(mode),
         status=status,
         stop_reason=stop,
         requested_batches=requested if requested is not None else len(batch_list),

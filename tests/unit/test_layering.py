@@ -39,6 +39,7 @@ CHILD_SIDE = {
     "runner.breakdown",
     "runner.stacks",
     "runner.fixing",
+    "runner.interleave",
     "runner.actuators",
 }
 
@@ -58,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.breakdown": CHILD_SIDE,
     "runner.stacks": CHILD_SIDE,
     "runner.fixing": CHILD_SIDE,
+    "runner.interleave": CHILD_SIDE,
     "runner.actuators": CHILD_SIDE,
     "runner.warm": CHILD_SIDE,  # its starter runs child-side: it imports the child before forking runs
     "runner.collect": {"records"},

@@ -233,30 +233,37 @@ def test_follow_up_runs_start_only_within_the_time_budget(monkeypatch: pytest.Mo
     assert calls == ["cached", "fix:persistent-workers"] and ample.unverified == ()
 
 
-def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_cached_no_aug(
+def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("cached-no-aug")])
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
+    configs: list = []
+    measured = session.run_mode
+    monkeypatch.setattr(session, "run_mode", lambda config, *rest: configs.append(config) or measured(config, *rest))
     runner = session.ModeRunner(BASE, None, lambda spec: None)
     monkeypatch.setattr(session.next_runs, "verifications", lambda analysis, runs: ())
     done = session.Outcome()
     for mode in ("real", "no-aug"):  # the builders' no-aug run replaced a ColorJitter
         done = done.adding(quiet_run(mode, augmented=True), summarize(quiet_run(mode, augmented=True)))
-    session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
-    assert calls == ["cached", "cached-no-aug"]
-    # without a no-aug run that replaced something, the split has no third part to measure
+    after = session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
+    assert calls == ["cached", "split"]
+    # the split run is kept apart from the modes' runs, sized by the loader: two workers, two batches
+    # prefetched each, so 6 batches a turn may be left over from the turn before, then 16 measured
+    assert [r.label for r in after.runs] == ["real", "no-aug", "cached"] and after.split_run is not None
+    split = configs[-1]
+    assert split.child.phase_batches == 22 and split.max_batches == 22 * 4 * 2 and split.fixed_batches
+    # without a no-aug run that replaced something, the split has nothing to take turns with
     only_real = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
     fake(monkeypatch, [quiet_run("cached")])
     alone = session.follow_up(runner, only_real, cached=True, deadline=time.monotonic() + 3600)
-    assert [r.label for r in alone.runs] == ["real", "cached"]
+    assert [r.label for r in alone.runs] == ["real", "cached"] and alone.split_run is None
 
 
-def test_modes_asking_for_cached_and_no_aug_get_cached_no_aug_after_them() -> None:
+def test_modes_asking_for_cached_and_no_aug_ask_for_the_split() -> None:
     asked = tuple(ModeSpec.parse(m) for m in ("real", "no-aug", "cached"))
-    assert [s.label for s in session.with_split(asked)] == ["real", "no-aug", "cached", "cached-no-aug"]
-    assert session.with_split(asked[:2]) == asked[:2]
-    both = (*asked, ModeSpec.parse("cached-no-aug"))
-    assert session.with_split(both) == both
+    assert session.wants_split(asked)
+    assert not session.wants_split(asked[:2])
+    assert not session.wants_split((asked[0], asked[2]))
 
 
 def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> None:

@@ -114,25 +114,6 @@ def test_the_code_change_puts_every_loader_setting_in_one_line_where_the_framewo
     assert trials.code(fixes[:1], hf) == "TrainingArguments(..., dataloader_persistent_workers=True)"
 
 
-def test_the_cached_runs_split_a_batchs_time_and_the_synthetic_run_gives_the_step_inside_the_rest() -> None:
-    per_batch = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "cached-no-aug": 18.0, "synthetic": 10.0}
-    found = {m: dataclasses.replace(b.summary(m), throughput_batches_per_s=1000 / ms) for m, ms in per_batch.items()}
-    split = trials.input_split(
-        found["real"], found["cached"], found["no-aug"], found["cached-no-aug"], found["synthetic"]
-    )
-    assert split is not None
-    assert split.real_ms == pytest.approx(40.0)
-    assert split.storage_decode_ms == pytest.approx(10.0)  # real - cached
-    assert split.augmentation_ms == pytest.approx(15.0)  # real - no-aug
-    assert split.rest_ms == pytest.approx(18.0)  # cached-no-aug: collate, the handoff and the step
-    assert split.step_ms == pytest.approx(10.0)  # synthetic
-    assert split.residual_ms == pytest.approx(-3.0)  # the parts overlap: removing both saved less than each alone
-    partial = trials.input_split(found["real"], found["cached"], None, None, found["synthetic"])
-    assert partial is not None and partial.augmentation_ms is None and partial.rest_ms is None
-    assert partial.residual_ms is None
-    assert trials.input_split(found["real"], None, found["no-aug"], found["cached-no-aug"], None) is None
-
-
 def test_training_throughput_counts_every_epochs_start_up_after_warm_up() -> None:
     first = b.batches([0.0] * 10, 10.0, iterator_id=1)  # 9 steps of 10 ms
     second = b.batches([500.0] + [0.0] * 9, 10.0, iterator_id=2, start_ns=first[-1].wait_end_ns)  # a 500 ms start-up

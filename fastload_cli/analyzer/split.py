@@ -1,0 +1,126 @@
+"""Where the real pipeline's time per batch goes: storage+decode, augmentation, and the rest.
+
+Each part is what removing it saves: storage and decoding (``cached``: decoded samples kept in
+memory), the augmentation (``no-aug``), and what is left with both removed (``cached-no-aug``:
+collate, the handoff from workers, the step beside them). The parts come from the split run when
+one ran (``interleaved_split``: the pipelines took turns in one run of the script, so they share
+the machine's state), otherwise from the separate runs of those modes (``input_split``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
+from fastload_cli.records import INTERLEAVED, InputSplit, LoaderInfo, PhaseMark, RunResult, RunSummary
+
+# Batches each pipeline measures per turn of the split run, once those prefetched under the turn
+# before it are through; and the rounds of turns the run takes.
+TURN_MEASURED = 16
+SPLIT_ROUNDS = 2
+PIPELINES = 4  # real, no-aug, cached, cached-no-aug
+
+
+def input_split(
+    real: RunSummary | None,
+    cached: RunSummary | None,
+    no_aug: RunSummary | None,
+    bare: RunSummary | None,
+    synthetic: RunSummary | None,
+) -> InputSplit | None:
+    """The real run's time per batch, split by the runs that removed part of loading (``bare``:
+    the cached-no-aug run); None without a cached run (or a real one) that measured throughput."""
+    found = {"real": _batch_ms(real), "cached": _batch_ms(cached), "no-aug": _batch_ms(no_aug)}
+    return _split({**found, "cached-no-aug": _batch_ms(bare)}, _batch_ms(synthetic))
+
+
+def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> InputSplit | None:
+    """The split from the split run's turns: each pipeline's time per batch over the batches of
+    its turns (each turn's first ones, prefetched under the turn before, left out); None when
+    the run took no turns with a real and a cached pipeline."""
+    if run is None:
+        return None
+    per_turn = turn_times(run)
+    found = {phase: sum(map(sum, turns)) / sum(map(len, turns)) for phase, turns in per_turn.items()}
+    split = _split(
+        {name: found.get(name) for name in ("real", "cached", "no-aug", "cached-no-aug")}, _batch_ms(synthetic)
+    )
+    if split is None:
+        return None
+    means = {phase: [sum(t) / len(t) for t in turns] for phase, turns in per_turn.items()}
+    spread = max((max(m) - min(m)) / (max(m) + min(m)) for m in means.values())
+    return InputSplit(
+        real_ms=split.real_ms,
+        storage_decode_ms=split.storage_decode_ms,
+        augmentation_ms=split.augmentation_ms,
+        rest_ms=split.rest_ms,
+        step_ms=split.step_ms,
+        residual_ms=split.residual_ms,
+        method=INTERLEAVED,
+        turns=min(len(turns) for turns in per_turn.values()),
+        spread=spread,
+    )
+
+
+def turn_times(run: RunResult) -> dict[str, list[list[float]]]:
+    """Per pipeline, per turn of the training loader: the milliseconds between consecutive
+    batches, the first ``turn_settle`` of the turn and of each epoch left out."""
+    loader_id = primary_loader_id(run)
+    batches = [b for b in run.batches if b.loader_id == loader_id]
+    marks: Sequence[PhaseMark] = [m for m in run.phases if m.loader_id == loader_id]
+    if not marks:
+        return {}
+    settle = turn_settle(primary_loader(run))
+    found: dict[str, list[list[float]]] = defaultdict(list)
+    ends = [*(m.batch for m in marks[1:]), len(batches)]
+    for mark, end in zip(marks, ends, strict=True):
+        end = min(end, len(batches))
+        # batch number n (from 1) is batches[n - 1]; each interval ends at a batch of this turn
+        gaps = [
+            (batches[n - 1].wait_end_ns - batches[n - 2].wait_end_ns) / 1e6
+            for n in range(mark.batch + settle + 1, end + 1)
+            if batches[n - 1].index > settle  # an epoch's workers start with nothing prefetched
+        ]
+        if gaps:
+            found[mark.phase].append(gaps)
+    return dict(found)
+
+
+def turn_settle(loader: LoaderInfo | None) -> int:
+    """Batches of a turn that were (or may have been) prepared under the turn before it: those
+    the workers had prefetched when the pipeline changed, and the ones they were building."""
+    if loader is None or not loader.num_workers:
+        return 1
+    return loader.num_workers * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR) + loader.num_workers
+
+
+def split_batches(loader: LoaderInfo | None) -> tuple[int, int]:
+    """The split run's batches per turn, and all it measures after its warm-up: every pipeline
+    ``SPLIT_ROUNDS`` turns of ``turn_settle`` + ``TURN_MEASURED`` batches."""
+    turn = turn_settle(loader) + TURN_MEASURED
+    return turn, turn * PIPELINES * SPLIT_ROUNDS
+
+
+def _split(ms: dict[str, float | None], step_ms: float | None) -> InputSplit | None:
+    real_ms, cached_ms, no_aug_ms, rest_ms = (ms.get(k) for k in ("real", "cached", "no-aug", "cached-no-aug"))
+    if real_ms is None or cached_ms is None:
+        return None
+    storage = real_ms - cached_ms
+    augmentation = real_ms - no_aug_ms if no_aug_ms is not None else None
+    parts = (storage, augmentation, rest_ms)
+    residual = real_ms - sum(p for p in parts if p is not None) if None not in parts else None
+    return InputSplit(
+        real_ms=real_ms,
+        storage_decode_ms=storage,
+        augmentation_ms=augmentation,
+        rest_ms=rest_ms,
+        step_ms=step_ms,
+        residual_ms=residual,
+    )
+
+
+def _batch_ms(summary: RunSummary | None) -> float | None:
+    rate = summary.throughput_batches_per_s if summary is not None else None
+    return 1000.0 / rate if rate else None

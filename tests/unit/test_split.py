@@ -1,0 +1,123 @@
+"""The cached split: from the separate runs of the modes, and from the split run's turns."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from fastload_cli.analyzer import split
+from fastload_cli.records import INTERLEAVED, SEPARATE_RUNS, PhaseMark, RunResult
+from tests.unit import builders as b
+
+PER_BATCH = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "cached-no-aug": 18.0}
+PALINDROME = ("real", "no-aug", "cached", "cached-no-aug", "cached-no-aug", "cached", "no-aug", "real")
+
+
+def test_the_cached_runs_split_a_batchs_time_and_the_synthetic_run_gives_the_step_inside_the_rest() -> None:
+    per_batch = {**PER_BATCH, "synthetic": 10.0}
+    found = {m: dataclasses.replace(b.summary(m), throughput_batches_per_s=1000 / ms) for m, ms in per_batch.items()}
+    parts = split.input_split(
+        found["real"], found["cached"], found["no-aug"], found["cached-no-aug"], found["synthetic"]
+    )
+    assert parts is not None and parts.method == SEPARATE_RUNS
+    assert parts.real_ms == pytest.approx(40.0)
+    assert parts.storage_decode_ms == pytest.approx(10.0)  # real - cached
+    assert parts.augmentation_ms == pytest.approx(15.0)  # real - no-aug
+    assert parts.rest_ms == pytest.approx(18.0)  # cached-no-aug: collate, the handoff and the step
+    assert parts.step_ms == pytest.approx(10.0)  # synthetic
+    assert parts.residual_ms == pytest.approx(-3.0)  # the parts overlap: removing both saved less than each alone
+    partial = split.input_split(found["real"], found["cached"], None, None, found["synthetic"])
+    assert partial is not None and partial.augmentation_ms is None and partial.rest_ms is None
+    assert partial.residual_ms is None
+    assert split.input_split(found["real"], None, found["no-aug"], found["cached-no-aug"], None) is None
+
+
+def split_run(
+    order: tuple[str, ...] = PALINDROME,
+    *,
+    turn: int = 6,
+    warmup: int = 2,
+    workers: int = 0,
+    drift: float = 0.0,
+    epoch: int | None = None,
+) -> RunResult:
+    """A split run whose pipelines take ``turn`` batches each in ``order``, each batch ``PER_BATCH``
+    of its pipeline apart, slower by ``drift`` per batch; a new epoch every ``epoch`` batches, whose
+    first batch waits a second for its workers."""
+    times = [PER_BATCH["real"]] * warmup
+    marks = []
+    for position, phase in enumerate(order):
+        marks.append(PhaseMark(loader_id=1, batch=warmup + position * turn, phase=phase))
+        times += [PER_BATCH[phase]] * turn
+    times = [ms * (1 + drift * n) for n, ms in enumerate(times)]
+    found, t = [], 0
+    for n, ms in enumerate(times):
+        iterator, index = (n // epoch + 1, n % epoch) if epoch else (1, n)
+        t += int((1000.0 if epoch and index == 0 and n else ms) * b.MS)
+        found.append(dataclasses.replace(b.batches([0.0], 0.0)[0], iterator_id=iterator, index=index, wait_end_ns=t))
+    run = b.run("split", found, loaders=[b.loader(num_workers=workers)], warmup=warmup)
+    return dataclasses.replace(run, phases=tuple(marks))
+
+
+def test_the_split_runs_turns_give_each_pipelines_time_per_batch() -> None:
+    parts = split.interleaved_split(split_run(), None)
+    assert parts is not None and parts.method == INTERLEAVED and parts.turns == 2
+    assert parts.real_ms == pytest.approx(40.0)
+    assert parts.storage_decode_ms == pytest.approx(10.0)
+    assert parts.augmentation_ms == pytest.approx(15.0)
+    assert parts.rest_ms == pytest.approx(18.0)
+    assert parts.residual_ms == pytest.approx(-3.0)
+    assert parts.spread == pytest.approx(0.0)
+
+
+def test_a_turns_first_batches_are_left_out_as_prepared_under_the_turn_before() -> None:
+    # two workers with two batches each prefetched: six of each turn may come from the turn before
+    run = split_run(turn=10, workers=2)
+    assert split.turn_settle(run.loaders[0]) == 6
+    # each turn's first batch comes half a second late (the pipeline changing over): left out
+    late = [
+        dataclasses.replace(x, wait_end_ns=x.wait_end_ns + 500 * b.MS * sum(m.batch <= i for m in run.phases))
+        for i, x in enumerate(run.batches)
+    ]
+    parts = split.interleaved_split(dataclasses.replace(run, batches=tuple(late)), None)
+    assert parts is not None and parts.real_ms == pytest.approx(40.0) and parts.rest_ms == pytest.approx(18.0)
+    assert [len(t) for t in split.turn_times(run)["real"]] == [4, 4]  # ten a turn, six left out
+
+
+def test_an_epochs_start_up_is_left_out_of_the_turn_it_falls_in() -> None:
+    parts = split.interleaved_split(split_run(epoch=20), None)
+    assert parts is not None and parts.real_ms == pytest.approx(40.0) and parts.rest_ms == pytest.approx(18.0)
+
+
+def test_turns_in_a_palindrome_cancel_a_steady_drift() -> None:
+    drifting = split.interleaved_split(split_run(drift=0.01), None)
+    assert drifting is not None and drifting.real_ms > 40.0  # everything slowed down ...
+    # ... every pipeline alike: the shares stay those of a machine that did not drift
+    assert drifting.storage_decode_ms / drifting.real_ms == pytest.approx(10.0 / 40.0)
+    assert drifting.rest_ms / drifting.real_ms == pytest.approx(18.0 / 40.0)
+    # in one direction only, the pipelines measured later look slower than they are
+    forwards = split.interleaved_split(split_run(PALINDROME[:4] * 2, drift=0.01), None)
+    assert forwards is not None and forwards.rest_ms / forwards.real_ms > 18.0 / 40.0 + 0.01
+
+
+def test_turn_to_turn_noise_is_reported_as_the_spread() -> None:
+    rng = random.Random(7)
+    run = split_run()
+    noisy = [dataclasses.replace(x, wait_end_ns=x.wait_end_ns + rng.randrange(0, 3 * b.MS)) for x in run.batches]
+    parts = split.interleaved_split(dataclasses.replace(run, batches=tuple(noisy)), None)
+    assert parts is not None and 0 < parts.spread < 0.5
+
+
+def test_without_turns_of_a_real_and_a_cached_pipeline_there_is_no_split() -> None:
+    assert split.interleaved_split(None, None) is None
+    no_turns = dataclasses.replace(split_run(), phases=())
+    assert split.interleaved_split(no_turns, None) is None
+    uncached = split_run(("real", "no-aug", "no-aug", "real"))
+    assert split.interleaved_split(uncached, None) is None
+
+
+def test_the_split_run_is_sized_by_the_loader() -> None:
+    assert split.split_batches(b.loader(num_workers=0)) == (1 + split.TURN_MEASURED, (1 + split.TURN_MEASURED) * 8)
+    assert split.split_batches(b.loader(num_workers=4)) == (12 + split.TURN_MEASURED, (12 + split.TURN_MEASURED) * 8)
