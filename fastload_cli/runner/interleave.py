@@ -14,7 +14,7 @@ slows down steadily slows every pipeline's turns alike on average), and a PHASE 
 turn. A turn's first batches were already prefetched
 under the turn before it; the parent leaves them out (``analyzer.trials.interleaved_split``).
 Runs minutes apart on a busy machine differ by more than the parts being measured; turns a few
-seconds apart share the machine's state, so the parts add up.
+seconds apart share the machine's state, so the parts are compared under the same conditions.
 """
 
 from __future__ import annotations
