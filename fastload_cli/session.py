@@ -317,7 +317,10 @@ def run_split(runner: ModeRunner, done: Outcome) -> Outcome:
     turn, batches = split.split_batches(first_loader(done.runs))
     config = with_cache(replace(runner.base, max_batches=batches, fixed_batches=True))
     config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
-    run, _ = runner.measure(config)
+    try:
+        run, _ = runner.measure(config)
+    except KeyboardInterrupt:  # between its run and the one measured again: what ran is kept
+        return replace(done, interrupted=True)
     return replace(done, split_run=run, interrupted=run.status is RunStatus.INTERRUPTED)
 
 
