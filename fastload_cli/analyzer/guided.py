@@ -1,9 +1,10 @@
 """A num_workers sweep that starts from a prediction (``predict``) and verifies it.
 
 The setting where predicted returns end is measured first, then the one below it (do fewer
-workers do as well?), then, while the highest setting measured is the fastest beyond the noise,
-settings above it, half as many workers more each time: the search refines only where the
-measurements disagree with the prediction. An epoch too short for a steady window never caps it:
+workers do as well? over short epochs: the fewest that load an epoch in as few rounds), then,
+while the highest setting measured is the fastest beyond the noise, settings above it, half as
+many workers more each time: the search refines only where the measurements disagree with the
+prediction. An epoch too short for a steady window never caps it:
 such a setting is measured across whole epochs, each one's start-up and drain included, as
 training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
 end it. Then the best setting and the script's own are confirmed as in ``sweep``.
@@ -13,6 +14,7 @@ Pure functions: the session runs what ``plan`` asks for.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fastload_cli.analyzer import sweep
@@ -40,10 +42,10 @@ def plan(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve
 
 def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
     """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
-    ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),
-    one above it (half as many more)."""
+    ``min_workers`` nor ``fewest_for_rounds``), and while the highest measured setting is the
+    fastest (beyond the noise), one above it (half as many more)."""
     target = max(target, limits.min_workers)
-    lower = max(target - max(1, target // 4), limits.min_workers)
+    lower = max(target - max(1, target // 4), limits.min_workers, fewest_for_rounds(target, limits))
     wanted = [target, *([lower] if lower < target else [])]
     ok = sweep.usable(measured.values())
     if ok and all(w in measured for w in wanted):
@@ -53,3 +55,20 @@ def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) 
         if rising and top.workers < limits.max_workers:
             wanted.append(min(limits.max_workers, top.workers + max(1, top.workers // 2)))
     return wanted
+
+
+def fewest_for_rounds(target: int, limits: sweep.Limits) -> int:
+    """Where ``target`` is measured over whole epochs: the fewest workers that load an epoch in as
+    many rounds as ``target`` does (0 otherwise).
+
+    An epoch's batches are dealt to the workers in turn, so its loading takes
+    ``ceil(batches / workers)`` loads one after another in the busiest worker: over a short epoch
+    throughput steps up where that count drops (at 13 workers for 25 batches, two rounds instead
+    of three at 12) and is flat between the steps, where more workers only take longer to start.
+    So the setting below ``target`` worth measuring is the first of its step, not a quarter less,
+    which can fall a step lower."""
+    batches = limits.epoch_batches
+    if not batches or target < 1 or limits.persistent_workers or limits.too_many(target) is None:
+        return 0
+    rounds = math.ceil(batches / target)
+    return math.ceil(batches / rounds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -87,3 +88,22 @@ def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epoch
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (16, 75)
     # a long epoch keeps the rounds rule: three batches per worker at least
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
+
+
+def test_over_whole_epochs_the_setting_below_is_the_first_to_load_an_epoch_in_as_few_rounds() -> None:
+    # 25-batch epochs: 16 workers load an epoch in two rounds (ceil(25 / 16)), and so do 13; the
+    # usual quarter fewer, 12, would take three. Throughput steps up at 13 and is flat to 16.
+    limits = Limits(epoch_batches=25)
+    assert guided.fewest_for_rounds(16, limits) == 13
+    assert guided.fewest_for_rounds(25, limits) == 25  # one round: nothing fewer does it
+    assert guided.fewest_for_rounds(8, limits) == 7  # four rounds (ceil(25 / 8)) from 7 workers
+    assert guided.fewest_for_rounds(2, limits) == 0  # a steady window: measured as usual
+    assert guided.fewest_for_rounds(16, dataclasses.replace(limits, persistent_workers=True)) == 0
+    assert guided.fewest_for_rounds(16, Limits()) == 0  # epoch length unknown
+
+    def rounds(workers: int) -> float:  # samples/s: an epoch of 1,000 samples, 0.35 s a round
+        return 0.0 if workers == 0 else 1000 / (math.ceil(25 / workers) * 0.35 + 0.02 * workers)
+
+    assert verify(rounds, limits, current=2, predicted=curve(16)) == [16, 13]
+    # a longer epoch keeps the quarter below: 16 workers have a steady window in 200 batches
+    assert verify(rounds, Limits(epoch_batches=200), current=2, predicted=curve(16))[:2] == [16, 12]
