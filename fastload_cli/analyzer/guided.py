@@ -1,11 +1,11 @@
 """A num_workers sweep that starts from a prediction (``predict``) and verifies it.
 
 The setting where predicted returns end is measured first, then the one below it (do fewer
-workers do as well? over short epochs: the fewest that load an epoch in as few rounds), then,
-while the highest setting measured is the fastest beyond the noise, settings above it, half as
-many workers more each time: the search refines only where the measurements disagree with the
-prediction. An epoch too short for a steady window never caps it:
-such a setting is measured across whole epochs, each one's start-up and drain included, as
+workers do as well?), then, while the highest setting measured is the fastest beyond the noise,
+settings above it, half as many workers more each time (over short epochs, where throughput
+rises in steps, the first setting of each step instead): the search refines only where the
+measurements disagree with the prediction. An epoch too short for a steady window never caps
+it: such a setting is measured across whole epochs, each one's start-up and drain included, as
 training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
 end it. Then the best setting and the script's own are confirmed as in ``sweep``.
 
@@ -42,19 +42,48 @@ def plan(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve
 
 def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
     """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
-    ``min_workers`` nor ``fewest_for_rounds``), and while the highest measured setting is the
-    fastest (beyond the noise), one above it (half as many more)."""
+    ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),
+    one above it (half as many more). Over whole epochs, the steps of ``_steps`` instead."""
     target = max(target, limits.min_workers)
-    lower = max(target - max(1, target // 4), limits.min_workers, fewest_for_rounds(target, limits))
+    if fewest_for_rounds(target, limits):
+        return _steps(target, measured, limits)
+    lower = max(target - max(1, target // 4), limits.min_workers)
     wanted = [target, *([lower] if lower < target else [])]
-    ok = sweep.usable(measured.values())
-    if ok and all(w in measured for w in wanted):
-        top = max(ok, key=sweep.throughput)
-        others = [p for p in ok if p.workers < top.workers]
-        rising = top.workers == max(measured) and (not others or sweep.faster(top, max(others, key=sweep.throughput)))
-        if rising and top.workers < limits.max_workers:
-            wanted.append(min(limits.max_workers, top.workers + max(1, top.workers // 2)))
+    top = _rising_top(measured, wanted)
+    if top is not None and top < limits.max_workers:
+        wanted.append(min(limits.max_workers, top + max(1, top // 2)))
     return wanted
+
+
+def _steps(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
+    """Over whole epochs, where throughput rises in steps (``fewest_for_rounds``): the first
+    setting of ``target``'s step, the first of the step above it (one round fewer), and while the
+    highest measured setting is the fastest (beyond the noise), the first of the step above that."""
+    start = max(fewest_for_rounds(target, limits), limits.min_workers)
+    wanted = [start, *_step_up(start, limits)]
+    top = _rising_top(measured, wanted)
+    return [*wanted, *_step_up(top, limits)] if top is not None else wanted
+
+
+def _step_up(workers: int, limits: sweep.Limits) -> list[int]:
+    """The fewest workers that load an epoch in one round fewer than ``workers`` do, within
+    ``max_workers``; none where one round is already enough."""
+    batches = limits.epoch_batches or 0
+    rounds = math.ceil(batches / workers) if workers else 0
+    up = math.ceil(batches / (rounds - 1)) if rounds > 1 else None
+    return [up] if up is not None and up <= limits.max_workers else []
+
+
+def _rising_top(measured: dict[int, SweepPoint], wanted: list[int]) -> int | None:
+    """Once ``wanted`` is measured: the highest setting measured when it is also the fastest,
+    beyond the noise (the measurements still rise), else None."""
+    ok = sweep.usable(measured.values())
+    if not ok or not all(w in measured for w in wanted):
+        return None
+    top = max(ok, key=sweep.throughput)
+    others = [p for p in ok if p.workers < top.workers]
+    rising = top.workers == max(measured) and (not others or sweep.faster(top, max(others, key=sweep.throughput)))
+    return top.workers if rising else None
 
 
 def fewest_for_rounds(target: int, limits: sweep.Limits) -> int:
@@ -65,8 +94,8 @@ def fewest_for_rounds(target: int, limits: sweep.Limits) -> int:
     ``ceil(batches / workers)`` loads one after another in the busiest worker: over a short epoch
     throughput steps up where that count drops (at 13 workers for 25 batches, two rounds instead
     of three at 12) and is flat between the steps, where more workers only take longer to start.
-    So the setting below ``target`` worth measuring is the first of its step, not a quarter less,
-    which can fall a step lower."""
+    So the settings worth measuring are the first of each step, not a quarter less or half more,
+    which can land inside a step or a step lower."""
     batches = limits.epoch_batches
     if not batches or target < 1 or limits.persistent_workers or limits.too_many(target) is None:
         return 0

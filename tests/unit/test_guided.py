@@ -90,20 +90,25 @@ def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epoch
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
 
 
-def test_over_whole_epochs_the_setting_below_is_the_first_to_load_an_epoch_in_as_few_rounds() -> None:
-    # 25-batch epochs: 16 workers load an epoch in two rounds (ceil(25 / 16)), and so do 13; the
-    # usual quarter fewer, 12, would take three. Throughput steps up at 13 and is flat to 16.
+def test_over_whole_epochs_the_search_measures_the_first_setting_of_each_step() -> None:
+    # 25-batch epochs: 16 workers load an epoch in two rounds (ceil(25 / 16)), and so do 13; 12
+    # take three, as do 9. Throughput steps up at 9, 13 and 25 and is flat (or falls, as more
+    # workers take longer to start) between them.
     limits = Limits(epoch_batches=25)
     assert guided.fewest_for_rounds(16, limits) == 13
+    assert guided.fewest_for_rounds(12, limits) == 9
     assert guided.fewest_for_rounds(25, limits) == 25  # one round: nothing fewer does it
-    assert guided.fewest_for_rounds(8, limits) == 7  # four rounds (ceil(25 / 8)) from 7 workers
     assert guided.fewest_for_rounds(2, limits) == 0  # a steady window: measured as usual
     assert guided.fewest_for_rounds(16, dataclasses.replace(limits, persistent_workers=True)) == 0
     assert guided.fewest_for_rounds(16, Limits()) == 0  # epoch length unknown
 
-    def rounds(workers: int) -> float:  # samples/s: an epoch of 1,000 samples, 0.35 s a round
-        return 0.0 if workers == 0 else 1000 / (math.ceil(25 / workers) * 0.35 + 0.02 * workers)
+    def rounds(workers: int) -> float:  # samples/s: an epoch of 1,000 samples, 0.35 s a round, 40 ms a worker
+        return 0.0 if workers == 0 else 1000 / (math.ceil(25 / workers) * 0.35 + 0.04 * workers)
 
-    assert verify(rounds, limits, current=2, predicted=curve(16)) == [16, 13]
+    # predicted 12: its step starts at 9; the next, at 13, is faster; the one after, 25, is not
+    assert verify(rounds, limits, current=2, predicted=curve(12)) == [9, 13, 25]
+    assert verify(rounds, limits, current=2, predicted=curve(16)) == [13, 25]
+    # never past max_workers: the step at 25 is left out under 24
+    assert verify(rounds, dataclasses.replace(limits, max_workers=24), current=2, predicted=curve(12)) == [9, 13]
     # a longer epoch keeps the quarter below: 16 workers have a steady window in 200 batches
     assert verify(rounds, Limits(epoch_batches=200), current=2, predicted=curve(16))[:2] == [16, 12]
