@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
@@ -51,17 +52,8 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
         return None
     means = {phase: [sum(t) / len(t) for t in turns] for phase, turns in per_turn.items()}
     spread = max((max(m) - min(m)) / (max(m) + min(m)) for m in means.values())
-    return InputSplit(
-        real_ms=split.real_ms,
-        storage_decode_ms=split.storage_decode_ms,
-        augmentation_ms=split.augmentation_ms,
-        rest_ms=split.rest_ms,
-        step_ms=split.step_ms,
-        residual_ms=split.residual_ms,
-        method=INTERLEAVED,
-        turns=min(len(turns) for turns in per_turn.values()),
-        spread=spread,
-    )
+    turns = min(len(turns) for turns in per_turn.values())
+    return replace(split, method=INTERLEAVED, turns=turns, spread=spread)
 
 
 def turn_times(run: RunResult) -> dict[str, list[list[float]]]:
