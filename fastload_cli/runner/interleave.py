@@ -23,10 +23,9 @@ import multiprocessing
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.records import CACHE_LOCATION, UNCHANGED, UNDONE, EventKind
-from fastload_cli.runner import transforms
+from fastload_cli.records import CACHE_LOCATION, UNCHANGED, EventKind
 from fastload_cli.runner.fixing import CachedView, cache_view, fill_cache
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce
+from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce, derandomize
 
 SPLIT_LOCATION = "split run"  # substitution events about the split run itself
 DEFAULT_PHASE_BATCHES = 12  # a turn's batches when the parent does not say
@@ -127,17 +126,11 @@ class InterleavedSplit(Actuator):
         return None
 
     def _stand_ins(self, dataset: Any, loader_id: int) -> list[Swap]:
-        """The no-aug stand-ins for ``dataset``'s random transforms, found and checked on a real
-        sample as ``no-aug`` does, then taken out again: the real pipeline runs first."""
-        keep, drop = frozenset(self.spec.keep_transforms), frozenset(self.spec.drop_transforms)
-        if not transforms.find_augmentations(dataset, keep, drop):
+        """The no-aug stand-ins for ``dataset``'s random transforms, found, checked on a real
+        sample and reported as ``no-aug`` does, then taken out again: the real pipeline runs first."""
+        walk = derandomize(dataset, self.spec, self.channel, loader_id)
+        if walk is None:
             return []
-        before = transforms.probe(dataset)
-        walk = transforms.derandomize(dataset, keep, drop)
-        undone = transforms.check_on_sample(dataset, walk, before)  # undone: nothing is left swapped
-        for item in walk.found:
-            replacement = f"{UNDONE}: {undone}" if undone else item.replacement
-            self.channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)
         swaps = [Swap(owner, attribute, real, getattr(owner, attribute)) for owner, attribute, real in walk.undo]
         walk.restore()
         return swaps

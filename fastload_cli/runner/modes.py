@@ -140,17 +140,25 @@ class NoAugmentation(Actuator):
     def derandomize(self, dataset: Any, loader_id: int) -> None:
         """Replace the random transforms of ``dataset`` in place (undone when a real sample shows
         they change its make-up), and say what changed."""
-        keep, drop = frozenset(self.spec.keep_transforms), frozenset(self.spec.drop_transforms)
-        if not transforms.find_augmentations(dataset, keep, drop):
-            return
-        before = transforms.probe(dataset)  # the original pipeline's first sample
-        walk = transforms.derandomize(dataset, keep, drop)
-        undone = transforms.check_on_sample(dataset, walk, before)
-        for item in walk.found:
-            replacement = f"{UNDONE}: {undone}" if undone else item.replacement
-            self.channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)
-        for problem in walk.problems:
-            self.channel.substitution(loader_id, "dataset", problem, UNCHANGED)
+        derandomize(dataset, self.spec, self.channel, loader_id)
+
+
+def derandomize(dataset: Any, spec: ChildSpec, channel: Channel, loader_id: int) -> transforms.Walk | None:
+    """``no-aug``'s replacement of the random transforms of ``dataset``, in place: checked on a
+    real sample (and undone when it changes the sample's make-up), each one reported. The walk
+    holds what stays replaced (``undo``); None when nothing random was found."""
+    keep, drop = frozenset(spec.keep_transforms), frozenset(spec.drop_transforms)
+    if not transforms.find_augmentations(dataset, keep, drop):
+        return None
+    before = transforms.probe(dataset)  # the original pipeline's first sample
+    walk = transforms.derandomize(dataset, keep, drop)
+    undone = transforms.check_on_sample(dataset, walk, before)
+    for item in walk.found:
+        replacement = f"{UNDONE}: {undone}" if undone else item.replacement
+        channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)
+    for problem in walk.problems:
+        channel.substitution(loader_id, "dataset", problem, UNCHANGED)
+    return walk
 
 
 @dataclass
