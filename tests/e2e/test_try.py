@@ -64,7 +64,9 @@ def test_the_split_run_takes_turns_of_the_four_pipelines_and_splits_a_batchs_tim
     assert lines[-1]["dataset"] == "Switched" and lines[-1]["transform"] == "Jitter", lines
     last = jittered.read_text().splitlines()[-1]
     turns = [last[5 + 22 * k + 8 : 5 + 22 * (k + 1)] for k in range(8)]  # each turn past its first 8
-    assert turns == ["1" * 14, "0" * 14, "1" * 14, "0" * 14, "0" * 14, "1" * 14, "0" * 14, "1" * 14], last
+    # fastload stops the script as its last batch is delivered: the script may not log that one
+    assert turns[:7] == ["1" * 14, "0" * 14, "1" * 14, "0" * 14, "0" * 14, "1" * 14, "0" * 14], last
+    assert turns[7] in ("1" * 13, "1" * 14), last
 
 
 def test_try_without_a_fix_or_with_an_unknown_one_is_a_usage_error() -> None:
