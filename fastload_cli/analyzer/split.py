@@ -10,7 +10,7 @@ the machine's state), otherwise from the separate runs of those modes (``input_s
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
@@ -45,9 +45,7 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
         return None
     per_turn = turn_times(run)
     found = {phase: sum(map(sum, turns)) / sum(map(len, turns)) for phase, turns in per_turn.items()}
-    split = _split(
-        {name: found.get(name) for name in ("real", "cached", "no-aug", "cached-no-aug")}, _batch_ms(synthetic)
-    )
+    split = _split(found, _batch_ms(synthetic))
     if split is None:
         return None
     means = {phase: [sum(t) / len(t) for t in turns] for phase, turns in per_turn.items()}
@@ -95,7 +93,7 @@ def split_batches(loader: LoaderInfo | None) -> tuple[int, int]:
     return turn, turn * PIPELINES * SPLIT_ROUNDS
 
 
-def _split(ms: dict[str, float | None], step_ms: float | None) -> InputSplit | None:
+def _split(ms: Mapping[str, float | None], step_ms: float | None) -> InputSplit | None:
     real_ms, cached_ms, no_aug_ms, rest_ms = (ms.get(k) for k in ("real", "cached", "no-aug", "cached-no-aug"))
     if real_ms is None or cached_ms is None:
         return None

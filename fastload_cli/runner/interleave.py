@@ -11,8 +11,8 @@ each sample, so no worker is restarted or told anything, and the loop sees its e
 After the warm-up, the pipelines take ``ChildSpec.phase_batches`` batches each, in turn, every
 other round in reverse order (real ... cached-no-aug, cached-no-aug ... real: a machine that
 slows down steadily slows every pipeline's turns alike on average), and a PHASE event marks each
-turn. A turn's first batches were already prefetched
-under the turn before it; the parent leaves them out (``analyzer.trials.interleaved_split``).
+turn. A turn's first batches were already prefetched under the turn before it; the parent
+leaves them out (``analyzer.split.interleaved_split``).
 Runs minutes apart on a busy machine differ by more than the parts being measured; turns a few
 seconds apart share the machine's state, so the parts are compared under the same conditions.
 """
