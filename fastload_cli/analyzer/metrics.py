@@ -81,8 +81,13 @@ def startup_burst(loader: LoaderInfo | None) -> int:
 
 
 def epoch_batches(loader: LoaderInfo | None) -> int | None:
-    """Full batches in one epoch of a map-style dataset, when its length and batch size are known."""
-    if loader is None or loader.iterable_dataset or not loader.dataset_len or not loader.batch_size:
+    """Batches in one epoch of a map-style dataset: ``len(loader)`` as the script's loader said,
+    else the full batches its dataset's length and batch size make."""
+    if loader is None or loader.iterable_dataset:
+        return None
+    if loader.batches_per_epoch:
+        return loader.batches_per_epoch
+    if not loader.dataset_len or not loader.batch_size:
         return None
     return loader.dataset_len // loader.batch_size
 
@@ -111,8 +116,20 @@ def steady_steps(run: Batches) -> list[Step]:
             return steps
         return _steps(run, batches, first=1)
     if burst > 1:  # epochs too short for a steady state: each one counts whole, its start-up included
-        return _steps(run, batches, first=0)
+        return _whole_epochs(_steps(run, batches, first=0), batches, known)
     return _steps(run, batches, first=1)
+
+
+def _whole_epochs(steps: list[Step], batches: list[BatchRecord], epoch: int | None) -> list[Step]:
+    """``steps`` of the epochs wholly after warm-up that ran to their end (``epoch`` batches, or
+    followed by another where the length is not known), else ``steps``: a window starting or
+    ending inside an epoch would count its start-up or not by where the warm-up ended."""
+    counts, measured = Counter(b.iterator_id for b in batches), Counter(s.batch.iterator_id for s in steps)
+    order = list(dict.fromkeys(b.iterator_id for b in batches))
+    ended = {it for n, it in enumerate(order) if (counts[it] == epoch if epoch else n < len(order) - 1)}
+    whole = {it for it in ended if measured[it] == counts[it]}
+    kept = [s for s in steps if s.batch.iterator_id in whole]
+    return kept or steps
 
 
 def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:

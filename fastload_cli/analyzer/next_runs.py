@@ -120,14 +120,16 @@ def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_ba
     """A sweep point's warm-up and measured batches: at start-up every worker delivers its first
     ``prefetch_factor`` batches at once, so those are warm-up; the window holds a few rounds of
     batches from all workers. Where an epoch is too short for a steady window at this setting,
-    the window spans ``SWEEP_WHOLE_EPOCHS`` whole epochs, each one's start-up and drain included."""
+    the window spans ``SWEEP_WHOLE_EPOCHS`` whole epochs, each one's start-up and drain included,
+    after a warm-up of whole epochs (the burst is part of what such epochs cost)."""
     workers = spec.workers or 0
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
     batches = max(max_batches, th.SWEEP_ROUNDS * workers)
     epoch = epoch_batches(loader)
     if epoch and workers * (2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS) > epoch:
-        batches = max(batches, th.SWEEP_WHOLE_EPOCHS * epoch)  # no steady window: whole epochs, measured
+        whole = -(-max(warmup, 1) // epoch)  # no steady window: whole epochs, measured
+        return whole * epoch, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch
     return max(warmup, burst), batches
 
 

@@ -28,6 +28,7 @@ class LoaderInfo:
     augmentations: tuple[str, ...] = ()  # random transforms found in the dataset's pipelines
     original_num_workers: int | None = None  # set when a workers=N mode overrode it
     framework: str | None = None  # the training framework that built or wrapped it ("transformers", "timm", ...)
+    batches_per_epoch: int | None = None  # len(loader), map-style: drop_last and a last partial batch counted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -156,6 +156,7 @@ class Hooks:
             prefetch_factor=loader.prefetch_factor,
             dataset_type=type(loader.dataset).__qualname__,
             dataset_len=safe_len(loader.dataset),
+            batches_per_epoch=safe_len(loader) if loader._dataset_kind == 0 else None,
             iterable_dataset=loader._dataset_kind == 1,
             multiprocessing_context=context.get_start_method() if context is not None else None,
             augmentations=[f.original for f in found],
