@@ -46,7 +46,6 @@ from fastload_cli.samplers.host import available_memory
 ObserverFactory = Callable[[ModeSpec], Observer]
 NoteSink = Callable[[ModeSpec | None, str], None]  # a note on a mode's run, or on the command
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
-SPLIT_RUN_COST = 2.5  # the split run's length, in runs like the median one so far
 NO_LOADER_HINT = (
     "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
     "data already on the device are not seen"
@@ -248,17 +247,18 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
             return outcome
     if not splitting:  # the split last: a verified fix matters more
         return outcome
-    if not _fits(outcome, deadline, SPLIT_RUN_COST):
+    expected = split.split_run_s(first_loader(outcome.runs), outcome.summaries)
+    if expected is None or time.monotonic() + expected > deadline:
         runner.on_note(None, "Not measured within diagnose's time budget: split.")
         return outcome
     return run_split(replace(runner, base=with_cache(runner.base)), outcome)
 
 
-def _fits(outcome: Outcome, deadline: float, cost: float = 1.0) -> bool:
-    """A run ``cost`` times as long as the median one so far would end by ``deadline``."""
+def _fits(outcome: Outcome, deadline: float) -> bool:
+    """A run as long as the median one so far would end by ``deadline``."""
     walls = sorted(s.run_wall_s for s in outcome.summaries if s.run_wall_s is not None)
     expected = walls[len(walls) // 2] if walls else 0.0
-    return time.monotonic() + cost * expected <= deadline
+    return time.monotonic() + expected <= deadline
 
 
 @dataclass(frozen=True, slots=True)

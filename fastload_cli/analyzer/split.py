@@ -93,6 +93,20 @@ def split_batches(loader: LoaderInfo | None) -> tuple[int, int]:
     return turn, turn * PIPELINES * SPLIT_ROUNDS
 
 
+def split_run_s(loader: LoaderInfo | None, summaries: Sequence[RunSummary]) -> float | None:
+    """About how long the split run would take: the start-up and warm-up of the median run so
+    far, then each pipeline's turns at the pace its own run measured (one not measured yet at the
+    fastest pace measured); None before a run measured its pace."""
+    pace = {s.mode: ms for s in summaries if (ms := _batch_ms(s)) is not None}
+    if not pace:
+        return None
+    turn, _ = split_batches(loader)
+    paces = [pace.get(mode, min(pace.values())) for mode in ("real", "no-aug", "cached", "cached-no-aug")]
+    overheads = sorted(s.run_wall_s - s.wall_s for s in summaries if s.run_wall_s is not None and s.wall_s)
+    overhead = overheads[len(overheads) // 2] if overheads else 0.0
+    return overhead + SPLIT_ROUNDS * turn * sum(paces) / 1000.0
+
+
 def _split(ms: Mapping[str, float | None], step_ms: float | None) -> InputSplit | None:
     real_ms, cached_ms, no_aug_ms, rest_ms = (ms.get(k) for k in ("real", "cached", "no-aug", "cached-no-aug"))
     if real_ms is None or cached_ms is None:

@@ -252,6 +252,18 @@ def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split
     assert [r.label for r in after.runs] == ["real", "no-aug", "cached"] and after.split_run is not None
     split = configs[-1]
     assert split.child.phase_batches == 22 and split.max_batches == 22 * 4 * 2 and split.fixed_batches
+    # a deadline the cached run fits in (0.81 s, as the median run) but the split run does not:
+    # 4 x 44 batches at 40 ms and 0.17 s of start-up, 7.2 s. It is named as not measured.
+    notes: list[str] = []
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
+    short = session.follow_up(
+        dataclasses.replace(runner, on_note=lambda spec, note: notes.append(note)),
+        done,
+        cached=True,
+        deadline=time.monotonic() + 4.0,
+    )
+    assert calls == ["cached"] and short.split_run is None
+    assert notes[-1] == "Not measured within diagnose's time budget: split."
     # without a no-aug run that replaced something, the split has nothing to take turns with
     only_real = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
     fake(monkeypatch, [quiet_run("cached")])

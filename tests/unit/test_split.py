@@ -121,3 +121,20 @@ def test_without_turns_of_a_real_and_a_cached_pipeline_there_is_no_split() -> No
 def test_the_split_run_is_sized_by_the_loader() -> None:
     assert split.split_batches(b.loader(num_workers=0)) == (1 + split.TURN_MEASURED, (1 + split.TURN_MEASURED) * 8)
     assert split.split_batches(b.loader(num_workers=4)) == (12 + split.TURN_MEASURED, (12 + split.TURN_MEASURED) * 8)
+
+
+def test_the_split_runs_length_is_estimated_from_each_pipelines_own_pace() -> None:
+    # two workers, two batches prefetched: turns of 6 + 16 = 22 batches, two of each pipeline;
+    # every run so far spent 3 s besides its measured window (start-up, imports, warm-up)
+    def run(mode: str, ms: float) -> object:
+        found = dataclasses.replace(b.summary(mode), throughput_batches_per_s=1000 / ms, wall_s=5.0)
+        return dataclasses.replace(found, run_wall_s=8.0)
+
+    summaries = [run("real", 200.0), run("synthetic", 60.0), run("no-aug", 120.0), run("cached", 150.0)]
+    loader = b.loader(num_workers=2)
+    # 44 batches each at real 200, no-aug 120, cached 150 ms, and cached-no-aug, not measured yet,
+    # at the fastest pace measured (the synthetic run's 60 ms): 44 x 530 ms = 23.3 s, plus 3 s
+    assert split.split_run_s(loader, summaries) == pytest.approx(3.0 + 44 * 0.530)
+    # the median run's overhead; no estimate before any run measured a pace
+    assert split.split_run_s(loader, [run("real", 200.0)]) == pytest.approx(3.0 + 44 * 4 * 0.2)
+    assert split.split_run_s(loader, [dataclasses.replace(b.summary(), throughput_batches_per_s=None)]) is None
