@@ -18,6 +18,7 @@ from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, s
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.points import phase_settled, point_runs
 from fastload_cli.analyzer.settle import settled
 from fastload_cli.config import (
     DEFAULT_BREAKDOWN_ITEMS,
@@ -82,8 +83,8 @@ class ModeRunner:
         """One run and its summary; measured again when other processes skewed it. ``first``: the
         run that must measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
-        if not config.fixed_batches:
-            config = replace(config, settle=settled)  # a mode ends once its estimate is stable
+        if not config.fixed_batches:  # a mode ends once its estimate is stable (a points run's settings, each)
+            config = replace(config, settle=phase_settled if spec.mode is Mode.POINTS else settled)
         if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
@@ -141,14 +142,38 @@ def run_sweep(runner: ModeRunner, limits: sweep.Limits, done: Outcome | None = N
     """Measure the num_workers settings ``next_runs.next_setting`` asks for, after the runs already
     ``done`` (a real run among them is the script's own setting)."""
     outcome = replace(done or Outcome(), limits=limits)
+    if runner.base.launcher is not None:  # a job's ranks each switching mid-epoch: separate runs
+        limits = replace(limits, in_process=False)
     try:
         while (workers := next_runs.next_setting(outcome.runs, outcome.summaries, limits).workers) is not None:
-            outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome)
+            together = next_runs.together(outcome.runs, outcome.summaries, limits)
+            if together:
+                outcome, whole = _points(runner, together, outcome)
+                limits = limits if whole else replace(limits, in_process=False)  # refused: one run each
+            else:
+                outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome)
             if outcome.interrupted:
                 return outcome
     except KeyboardInterrupt:
         return replace(outcome, interrupted=True)
     return outcome
+
+
+def _points(runner: ModeRunner, settings: tuple[int, ...], done: Outcome) -> tuple[Outcome, bool]:
+    """``settings`` measured in turn in one run of the script, each kept as its workers=N run;
+    and whether every setting got its turn."""
+    base = runner.base
+    warmup, phases = next_runs.points_batches(settings, first_loader(done.runs), base.warmup, base.max_batches)
+    config = replace(
+        base.with_child(mode=ModeSpec(mode=Mode.POINTS), warmup=warmup, points=phases),
+        max_batches=sum(n for _, n in phases) - warmup,
+    )
+    run, _ = runner.measure(config, first=not any(r.batches for r in done.runs))
+    found = point_runs(run)
+    outcome = done
+    for point in found:
+        outcome = outcome.adding(point, summarize(point))
+    return replace(outcome, interrupted=run.status is RunStatus.INTERRUPTED), len(found) == len(settings)
 
 
 def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -> Outcome:
@@ -270,9 +295,10 @@ class SweepRuns:
     grid: tuple[int, ...] | None = None
     prefetch_factors: tuple[int, ...] = ()
     pin_both: bool = False
+    in_process: bool = True  # settings in turn in one run of the script where the loader allows it
 
     def execute(self, runner: ModeRunner) -> Outcome:
-        limits = sweep_limits(self.max_workers, self.grid)
+        limits = replace(sweep_limits(self.max_workers, self.grid), in_process=self.in_process)
         # The search predicts from the script's own setting: measured first, as the script is.
         own = run_modes(runner, (ModeSpec(mode=Mode.REAL),)) if self.grid is None else None
         if own is not None and own.interrupted:

@@ -40,6 +40,18 @@ def plan(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve
     return sweep.NextSetting(sweep.confirmation(measured, limits, current), stopped)
 
 
+def pending(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve: Curve) -> list[int]:
+    """The settings ``plan`` asks for, in order, before any of them could change its course: those
+    of ``_around`` not measured yet, within ``PREDICT_MAX_SETTINGS``; none after a failed run."""
+    measured = sweep.plain(points)
+    if any(p.throughput_samples_per_s is None for p in measured.values()):
+        return []
+    target, _ = sweep.capped(curve.best, points, limits)
+    left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
+    wanted = [w for w in dict.fromkeys(_around(target, measured, limits)) if w not in measured]
+    return wanted[: max(0, left)]
+
+
 def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
     """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
     ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),

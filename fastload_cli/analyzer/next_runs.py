@@ -7,6 +7,7 @@ sweep point needs, and which prefetch_factor / pin_memory variants ``sweep-worke
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,23 @@ def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_ba
     return max(warmup, burst), batches
 
 
+def points_batches(
+    settings: Sequence[int], loader: LoaderInfo | None, warmup: int, max_batches: int
+) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """A points run's warm-up, and each setting's batches in it: the first setting's warm-up and
+    window as its own run would have them (``point_batches``); each later one's window after the
+    start-up burst of its new workers, which start with nothing prefetched."""
+    phases, first = [], 0
+    for position, workers in enumerate(settings):
+        spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
+        own_warmup, window = point_batches(spec, loader, warmup, max_batches)
+        burst = workers * (loader.prefetch_factor if loader and loader.prefetch_factor else th.DEFAULT_PREFETCH_FACTOR)
+        lead = own_warmup if position == 0 else max(burst, 1)
+        first = lead if position == 0 else first
+        phases.append((workers, lead + window))
+    return first, tuple(phases)
+
+
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
     points, current = sweep_points(runs, summaries), current_workers(runs)
@@ -140,6 +158,32 @@ def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], lim
     if curve is not None and current is not None:
         return guided.plan(points, sweep_limits_for(limits, runs), current, curve)
     return sweep.plan(points, sweep_limits_for(limits, runs), current)
+
+
+def together(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> tuple[int, ...]:
+    """The settings the sweep asks for next that one run of the script can measure in turn
+    (``runner/points.py``), in order; none where fewer than two can. The plan must know them all
+    before measuring any (the grid, or the settings that verify a prediction), and each must have
+    a steady window inside an epoch: the switch lands mid-epoch, so a setting measured over whole
+    epochs keeps its own run, as does a loader whose workers persist across epochs."""
+    loader = first_loader(runs)
+    bounded = sweep_limits_for(limits, runs)
+    if not limits.in_process or loader is None or loader.persistent_workers or not bounded.epoch_batches:
+        return ()
+    points, current = sweep_points(runs, summaries), current_workers(runs)
+    if limits.grid is not None:
+        measured = {p.workers for p in points if p.variant is None}
+        asked = (*limits.grid, *([current] if current is not None else []))
+        wanted = [w for w in dict.fromkeys(asked) if w not in measured]
+    else:
+        curve = prediction(runs, summaries, limits)
+        if curve is None or current is None:
+            return ()
+        wanted = guided.pending(points, bounded, current, curve)
+    if not wanted or wanted[0] != next_setting(runs, summaries, limits).workers:
+        return ()
+    fit = tuple(itertools.takewhile(lambda w: bounded.too_many(w) is None, wanted))
+    return fit if len(fit) > 1 else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,14 @@ FixedBatches = Annotated[
         "estimate is stable.",
     ),
 ]
+SeparateRuns = Annotated[
+    bool,
+    typer.Option(
+        "--separate-runs",
+        help="Run the script afresh for every setting; by default settings whose window fits in an epoch are "
+        "measured in turn in one run, new workers taking over mid-epoch.",
+    ),
+]
 Warmup = Annotated[int, typer.Option("--warmup", help="Batches run before measuring (worker start-up, caches).", min=0)]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds allowed per mode.", min=0.001)]
 JsonPath = Annotated[

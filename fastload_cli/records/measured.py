@@ -84,11 +84,14 @@ CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseMark:
     """The split run: after the loader's ``batch``-th batch (counting from 1, warm-up included),
-    its samples take the pipeline ``phase`` names (``real``, ``no-aug``, ``cached``, ...)."""
+    its samples take the pipeline ``phase`` names (``real``, ``no-aug``, ``cached``, ...); a
+    points run: its batches come from the setting ``phase`` names (``workers=N``)."""
 
     loader_id: int
     batch: int
     phase: str
+    worker_pids: tuple[int, ...] = ()  # points: the processes of the setting that takes over
+    planned: int = 0  # points: the batches it was to have at most (it ends sooner once settled)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,3 +306,4 @@ class Streamed:
     iterators: tuple[IteratorInfo, ...]
     warmup_batches: int
     requested_batches: int
+    phases: tuple[PhaseMark, ...] = ()  # a points run: where each setting took over so far

@@ -8,6 +8,7 @@ from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
 from fastload_cli.runner.interleave import InterleavedSplit
 from fastload_cli.runner.modes import Actuator, Timed
+from fastload_cli.runner.points import InProcessPoints
 
 ACTUATORS: dict[Mode, type[Actuator]] = {
     **modes.ACTUATORS,
@@ -15,6 +16,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.CACHED_NO_AUG: CachedNoAugmentation,
     Mode.FIX: FixesApplied,
     Mode.SPLIT: InterleavedSplit,
+    Mode.POINTS: InProcessPoints,
 }
 
 

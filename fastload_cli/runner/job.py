@@ -86,8 +86,8 @@ class JobRun(_Run):
 
     def _on_rank_events(self, rank: int, data: bytes) -> None:
         for event in self.collectors[rank].feed(data):
-            if event["kind"] == "iterator":
-                self.host.note_workers(event["worker_pids"])
+            if event["kind"] in ("iterator", "phase"):
+                self.host.note_workers(event.get("worker_pids") or [])
             elif event["kind"] == "end" and all(c.end_reason is not None for c in self.collectors.values()):
                 self.end_seen_at = time.monotonic()
         self.after_events()

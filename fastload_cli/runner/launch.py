@@ -18,10 +18,9 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import fastload_cli
@@ -38,9 +37,17 @@ from fastload_cli.records import (
     Streamed,
 )
 from fastload_cli.runner import warm
-from fastload_cli.runner.child import BOOTSTRAP, STOP_SIGNAL
+from fastload_cli.runner.child import BOOTSTRAP, NEXT_SIGNAL, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
-from fastload_cli.runner.processes import ChildProcess, ignoring_interrupts, terminate_run, terminate_strays, wait
+from fastload_cli.runner.processes import (
+    ChildProcess,
+    ignoring_interrupts,
+    interrupts_as_flag,
+    pass_on,
+    terminate_run,
+    terminate_strays,
+    wait,
+)
 from fastload_cli.runner.stacks import STACK_FILE_ENV, StackProbe
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count, oom_kills
@@ -92,6 +99,7 @@ class _Run:
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
         self.settle_checked_at = 0.0  # when the settle rule was last asked
+        self.next_asked_at = 0  # a points run: the settings marked when the next one was last asked for
         self.interrupted = False
         self.oom_kills_before = oom_kills()
         self.stack = StackProbe()
@@ -181,8 +189,8 @@ class _Run:
 
     def _on_events(self, data: bytes) -> None:
         for event in self.collector.feed(data):
-            if event["kind"] == "iterator":
-                self.host.note_workers(event["worker_pids"])
+            if event["kind"] in ("iterator", "phase"):
+                self.host.note_workers(event.get("worker_pids") or [])
             elif event["kind"] == "end":
                 self.end_seen_at = time.monotonic()
         self.after_events()
@@ -204,19 +212,30 @@ class _Run:
             self.observer.on_batches(done, self.config.requested_batches)
         if self.stop_asked_at is not None or self._profiling():
             return
-        if done >= self.config.requested_batches:
+        if done >= self.config.requested_batches or self._last_point_done(done):
             self.ask_stop(StopReason.ENOUGH_BATCHES)
         elif done > self.config.warmup and self._settle_due() and self.settled():
+            self._settled()
+
+    def _last_point_done(self, done: int) -> bool:
+        """A points run's last setting has had the batches planned for it."""
+        marks = self.collector.phases
+        return len(marks) >= max(len(self.config.child.points), 1) and done - marks[-1].batch >= marks[-1].planned
+
+    def _settled(self) -> None:
+        """Stable: the run stops, or a points run's next setting takes over (asked once a setting)."""
+        marks = len(self.collector.phases)
+        if marks >= len(self.config.child.points):
             self.ask_stop(StopReason.SETTLED)
+        elif marks > self.next_asked_at:
+            self.next_asked_at = marks
+            self._signal(NEXT_SIGNAL)
 
     def _settle_due(self) -> bool:
-        """Time to ask the settle rule again: it reads every batch so far, so it is asked at most
-        every ``SETTLE_CHECK_S``, never on every event of a long run."""
-        now = time.monotonic()
-        if now - self.settle_checked_at < SETTLE_CHECK_S:
-            return False
-        self.settle_checked_at = now
-        return True
+        """Time to ask the settle rule again (it reads every batch): at most every ``SETTLE_CHECK_S``."""
+        due = time.monotonic() - self.settle_checked_at >= SETTLE_CHECK_S
+        self.settle_checked_at = time.monotonic() if due else self.settle_checked_at
+        return due
 
     def settled(self) -> bool:
         """The throughput estimate is as stable as the run's settle rule asks (never without one)."""
@@ -229,6 +248,7 @@ class _Run:
             iterators=tuple(c.iterators),
             warmup_batches=self.config.warmup,
             requested_batches=self.config.requested_batches,
+            phases=tuple(c.phases),
         )
 
     def _profiling(self) -> bool:
@@ -250,10 +270,12 @@ class _Run:
             self.observer.on_output(data)
 
     def ask_stop(self, reason: StopReason) -> None:
-        self.stop_reason = self.stop_reason or reason
-        self.stop_asked_at = time.monotonic()
+        self.stop_reason, self.stop_asked_at = self.stop_reason or reason, time.monotonic()
+        self._signal(STOP_SIGNAL)
+
+    def _signal(self, number: int) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, STOP_SIGNAL)
+            os.kill(self.proc.pid, number)
 
     # -- the end ---------------------------------------------------------------------------
 
@@ -377,7 +399,7 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
         run.gpu.start()
     caught: dict[int, Any] = {}  # signals that came while the run was watched, with the handlers they met
     try:
-        with _interrupts_as_flag(run, caught):
+        with interrupts_as_flag(run, caught):
             run.watch()
     except KeyboardInterrupt:
         run.interrupted = True
@@ -392,41 +414,8 @@ def run_mode(config: RunConfig, nvml: Nvml | str | None = None, observer: Observ
                 run.ask_stop(StopReason.INTERRUPTED)
                 wait(run.proc, config.stop_grace_s)
             run.finish()
-    _pass_on(caught)
+    pass_on(caught)
     return replace(run.result(host, gpu), profile=profile)
-
-
-@contextlib.contextmanager
-def _interrupts_as_flag(run: _Run, caught: dict[int, Any]) -> Iterator[None]:
-    """While the run is watched, Ctrl-C and SIGTERM only mark it interrupted: the watch loop ends
-    at its next turn, so no exception lands half way through reading events or sampling (where
-    it could leave a lock held). ``caught`` gets each signal that came, with the handler it replaced."""
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        run.interrupted = True
-        caught[signum] = previous.get(signum)
-
-    try:
-        for wanted in (signal.SIGINT, signal.SIGTERM):
-            previous[wanted] = signal.signal(wanted, handler)
-    except ValueError:  # not the main thread: leave the signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def _pass_on(caught: dict[int, Any]) -> None:
-    """Tell the replaced SIGTERM handler (the command line's, which picks the exit status) that
-    the signal came; the run already ended as interrupted."""
-    for signum, old in caught.items():
-        if signum != signal.SIGINT and callable(old):
-            with contextlib.suppress(KeyboardInterrupt):
-                old(signum, None)
 
 
 def _read_some(fd: int) -> bytes | None:

@@ -7,7 +7,8 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from typing import IO, Protocol
+from types import FrameType
+from typing import IO, Any, Protocol
 
 import psutil
 
@@ -120,3 +121,40 @@ def ignoring_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class Interruptible(Protocol):
+    interrupted: bool
+
+
+@contextlib.contextmanager
+def interrupts_as_flag(run: Interruptible, caught: dict[int, Any]) -> Iterator[None]:
+    """While the run is watched, Ctrl-C and SIGTERM only mark it interrupted: the watch loop ends
+    at its next turn, so no exception lands half way through reading events or sampling (where
+    it could leave a lock held). ``caught`` gets each signal that came, with the handler it replaced."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        run.interrupted = True
+        caught[signum] = previous.get(signum)
+
+    try:
+        for wanted in (signal.SIGINT, signal.SIGTERM):
+            previous[wanted] = signal.signal(wanted, handler)
+    except ValueError:  # not the main thread: leave the signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def pass_on(caught: dict[int, Any]) -> None:
+    """Tell the replaced SIGTERM handler (the command line's, which picks the exit status) that
+    the signal came; the run already ended as interrupted."""
+    for signum, old in caught.items():
+        if signum != signal.SIGINT and callable(old):
+            with contextlib.suppress(KeyboardInterrupt):
+                old(signum, None)

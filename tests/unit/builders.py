@@ -130,8 +130,9 @@ def fix_spec(label: str) -> ModeSpec:
 
 
 def _spec(mode: str) -> ModeSpec:
-    """A mode as a command line names it, or one fastload runs itself (the split run)."""
-    return ModeSpec(mode=Mode.SPLIT) if mode == Mode.SPLIT.value else ModeSpec.parse(mode)
+    """A mode as a command line names it, or one fastload runs itself (the split and points runs)."""
+    own = {Mode.SPLIT.value: Mode.SPLIT, Mode.POINTS.value: Mode.POINTS}
+    return ModeSpec(mode=own[mode]) if mode in own else ModeSpec.parse(mode)
 
 
 def run(

@@ -40,6 +40,7 @@ CHILD_SIDE = {
     "runner.stacks",
     "runner.fixing",
     "runner.interleave",
+    "runner.points",
     "runner.actuators",
 }
 
@@ -60,6 +61,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.stacks": CHILD_SIDE,
     "runner.fixing": CHILD_SIDE,
     "runner.interleave": CHILD_SIDE,
+    "runner.points": CHILD_SIDE,
     "runner.actuators": CHILD_SIDE,
     "runner.warm": CHILD_SIDE,  # its starter runs child-side: it imports the child before forking runs
     "runner.collect": {"records"},

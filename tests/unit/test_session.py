@@ -11,6 +11,7 @@ import pytest
 from fastload_cli import session
 from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep, trials
 from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.points import phase_settled
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
@@ -18,6 +19,7 @@ from fastload_cli.records import (
     Bottleneck,
     Mode,
     ModeSpec,
+    PhaseMark,
     Recommendation,
     RunResult,
     RunStatus,
@@ -111,6 +113,8 @@ def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: 
 
     def run_mode(config, nvml, observer):
         calls.append(config)
+        if config.spec.mode is Mode.POINTS:
+            return points_run(config)
         n = config.spec.workers if config.spec.workers is not None else own_workers
         step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
@@ -119,8 +123,26 @@ def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: 
             loader = dataclasses.replace(loader, original_num_workers=own_workers)
         return dataclasses.replace(b.run(config.spec.label, batch_list, loaders=[loader]), warmup_batches=config.warmup)
 
+    def points_run(config):  # the settings in turn, as the child marks them
+        batch_list, marks = [], []
+        for workers, n in config.child.points:
+            step = max(10.0, 80.0 / max(workers, 1))
+            start = batch_list[-1].wait_end_ns + 5 * MS if batch_list else 0
+            part = b.batches([step - 5.0] * n, 5.0, start_ns=start)
+            marks.append(PhaseMark(loader_id=1, batch=len(batch_list), phase=f"workers={workers}"))
+            batch_list += [dataclasses.replace(x, index=x.index + len(batch_list)) for x in part]
+        loader = b.loader(num_workers=config.child.points[0][0])
+        loader = dataclasses.replace(loader, original_num_workers=own_workers) if known else loader
+        run = b.run("points", batch_list, loaders=[loader])
+        return dataclasses.replace(run, warmup_batches=config.warmup, phases=tuple(marks))
+
     monkeypatch.setattr(session, "run_mode", run_mode)
     return calls
+
+
+def settings(calls: list[RunConfig]) -> list[object]:
+    """Each run's setting; a points run's settings as a tuple."""
+    return [tuple(w for w, _ in c.child.points) if c.spec.mode is Mode.POINTS else c.spec.workers for c in calls]
 
 
 def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,8 +152,12 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     outcome = session.run_sweep(runner, sweep.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
     # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
-    # 8 is four times as fast as the script's own 2: a second run of each could not change that
-    assert [c.spec.workers for c in calls[2:]] == [8, 6, 12]
+    # 8 is four times as fast as the script's own 2: a second run of each could not change that.
+    # 8 and 6 are known before either is measured: one run of the script measures both in turn.
+    assert settings(calls[2:]) == [(8, 6), 12]
+    points = calls[2]
+    assert points.child.points == ((8, 16 + 24), (6, 12 + 20))
+    assert points.settle is phase_settled  # each setting hands over once its estimate is stable
     result = analyze(outcome.runs, sweep.Limits()).facts.sweep
     assert result is not None
     assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)

@@ -1,0 +1,133 @@
+"""A points run (``runner/points.py``: several num_workers settings in one run of the script) as
+the workers=N runs it stands for, cut at its PHASE marks.
+
+Each setting's run holds the batches it delivered, its own start-up burst as warm-up (the new
+workers start with nothing prefetched), the machine's samples of its span, and a start-up that
+begins when it took over. Where a setting can be measured this way is decided in ``next_runs``.
+
+Pure functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fastload_cli.analyzer.metrics import primary_loader_id, startup_burst
+from fastload_cli.analyzer.settle import settled
+from fastload_cli.records import (
+    BatchRecord,
+    IteratorInfo,
+    LoaderInfo,
+    Mode,
+    ModeSpec,
+    PhaseMark,
+    RunResult,
+    RunStatus,
+    StopReason,
+    Streamed,
+)
+
+WORKERS_LOCATION = "DataLoader(num_workers=...)"  # where a workers=N run reports the setting it made
+
+
+def point_runs(run: RunResult) -> tuple[RunResult, ...]:
+    """One workers=N run per setting the points run measured, in order; none without marks."""
+    loader_id = primary_loader_id(run)
+    marks = [m for m in run.phases if m.loader_id == loader_id]
+    if not marks:
+        return ()
+    own = [b for b in run.batches if b.loader_id == loader_id]
+    ends = [*(m.batch for m in marks[1:]), len(own)]
+    found = []
+    for position, (mark, end) in enumerate(zip(marks, ends, strict=True)):
+        mine = own[mark.batch : end]
+        if not mine:
+            continue
+        began = _began(own, mark, run.started_ns)
+        last = position == len(marks) - 1
+        found.append(_point(run, mark, mine, began, last))
+    return tuple(found)
+
+
+def phase_settled(run: Streamed) -> bool:
+    """The setting in force in a points run in flight has a stable estimate (``settle.settled``
+    on its batches since it took over): the parent moves the run on to the next one."""
+    loader_id = primary_loader_id(run)
+    marks = [m for m in run.phases if m.loader_id == loader_id]
+    if not marks:
+        return False
+    mark = marks[-1]
+    own = [b for b in run.batches if b.loader_id == loader_id]
+    if len(own) <= mark.batch:  # nothing delivered under it yet
+        return False
+    return settled(_point(_as_run(run), mark, own[mark.batch :], _began(own, mark, 0), last=True))
+
+
+def _as_run(run: Streamed) -> RunResult:
+    """A run in flight, as a finished run of a points run reads (the fields ``_point`` needs)."""
+    return RunResult(
+        spec=ModeSpec(mode=Mode.POINTS),
+        status=RunStatus.OK,
+        stop_reason=StopReason.ENOUGH_BATCHES,
+        requested_batches=run.requested_batches,
+        warmup_batches=run.warmup_batches,
+        started_ns=0,
+        ended_ns=0,
+        loaders=run.loaders,
+        iterators=run.iterators,
+        batches=run.batches,
+        phases=run.phases,
+    )
+
+
+def _began(own: list[BatchRecord], mark: PhaseMark, started_ns: int) -> int:
+    return own[mark.batch - 1].wait_end_ns if mark.batch else started_ns
+
+
+def _point(run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int, last: bool) -> RunResult:
+    spec = ModeSpec.parse(mark.phase)
+    workers = spec.workers or 0
+    ended = mine[-1].wait_end_ns
+    loaders = tuple(_at(lo, workers) if lo.loader_id == mark.loader_id else lo for lo in run.loaders)
+    took_over = IteratorInfo(
+        loader_id=mark.loader_id,
+        iterator_id=mine[0].iterator_id,
+        started_ns=began,
+        ready_ns=began,
+        worker_pids=mark.worker_pids,
+        reused=False,
+    )
+    iterators = tuple(it for it in run.iterators if began <= it.started_ns <= ended)
+    burst = startup_burst(next((lo for lo in loaders if lo.loader_id == mark.loader_id), None))
+    return replace(
+        run,
+        spec=spec,
+        status=run.status if last else RunStatus.OK,
+        stop_reason=run.stop_reason if last else _why_ended(mark, mine),
+        requested_batches=len(mine),
+        warmup_batches=max(burst, 1) if mark.batch else run.warmup_batches,
+        started_ns=began,
+        ended_ns=ended,
+        loaders=loaders,
+        iterators=(took_over, *iterators) if mark.batch else run.iterators,
+        batches=tuple(b for b in run.batches if began < b.wait_end_ns <= ended),
+        substitutions=tuple(
+            replace(s, replacement=f"num_workers={workers}") if s.location == WORKERS_LOCATION else s
+            for s in run.substitutions
+        ),
+        host_samples=tuple(s for s in run.host_samples if began <= s.t_ns <= ended),
+        gpu_samples=tuple(s for s in run.gpu_samples if began <= s.t_ns <= ended),
+        phases=(),
+        profile=None,
+    )
+
+
+def _why_ended(mark: PhaseMark, mine: list[BatchRecord]) -> StopReason:
+    """A setting that handed over before its planned batches did so once it had settled."""
+    return StopReason.SETTLED if mark.planned and len(mine) < mark.planned else StopReason.ENOUGH_BATCHES
+
+
+def _at(loader: LoaderInfo, workers: int) -> LoaderInfo:
+    """The loader as the setting ran it: torch's prefetch_factor of 2 where it had none."""
+    factor = loader.prefetch_factor if loader.prefetch_factor is not None or not workers else 2
+    return replace(loader, num_workers=workers, prefetch_factor=factor)

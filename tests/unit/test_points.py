@@ -1,0 +1,99 @@
+"""A points run (several num_workers settings in turn in one run) cut into its settings' runs,
+and the settings a sweep measures that way."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer import next_runs, sweep
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.points import phase_settled, point_runs
+from fastload_cli.records import Mode, ModeSpec, PhaseMark, StopReason, Streamed, Substitution
+from tests.unit import builders as b
+
+
+def points_run() -> object:
+    # one 200-batch epoch: 2 workers for batches 1-40 (a 40 ms step, all loading), then 4 workers
+    # (20 ms) for 41-100: the first 8 of those wait 100 ms (new workers starting), the rest 20 ms
+    waits = [100] + [40] * 39 + [100] * 8 + [20] * 52
+    found = b.run("points", b.batches(waits, 0), loaders=[b.loader(num_workers=2)], warmup=4)
+    marks = (
+        PhaseMark(loader_id=1, batch=0, phase="workers=2", worker_pids=(11, 12)),
+        PhaseMark(loader_id=1, batch=40, phase="workers=4", worker_pids=(21, 22, 23, 24)),
+    )
+    workers = Substitution(
+        loader_id=1, location="DataLoader(num_workers=...)", original="num_workers=0", replacement="num_workers=2"
+    )
+    return dataclasses.replace(found, phases=marks, substitutions=(workers,))
+
+
+def test_a_points_run_is_cut_into_one_workers_run_per_setting() -> None:
+    first, second = point_runs(points_run())
+    assert first.spec == ModeSpec(mode=Mode.WORKERS, workers=2) and first.label == "workers=2"
+    assert second.label == "workers=4" and second.loaders[0].num_workers == 4
+    assert [len(first.batches), len(second.batches)] == [40, 60]
+    assert second.substitutions[0].replacement == "num_workers=4"
+    # the second setting's warm-up is its own start-up burst: 4 workers x 2 prefetched
+    assert second.warmup_batches == 8 and first.warmup_batches == 4
+    # its start-up runs from the switch (the end of batch 40) to its first batch
+    assert second.iterators[0].started_ns == first.batches[-1].wait_end_ns
+    assert second.iterators[0].worker_pids == (21, 22, 23, 24)
+    a, c = summarize(first), summarize(second)
+    assert a.num_workers == 2 and c.num_workers == 4
+    assert a.throughput_batches_per_s == pytest.approx(25.0)  # 40 ms a batch
+    assert c.throughput_batches_per_s == pytest.approx(50.0)  # 20 ms, the 8 slow ones left out
+    assert c.startup_s == pytest.approx(0.100)
+
+
+def test_a_run_without_marks_stands_for_no_setting() -> None:
+    assert point_runs(dataclasses.replace(points_run(), phases=())) == ()
+
+
+def test_the_first_setting_keeps_the_runs_warm_up_and_later_ones_lead_with_their_burst() -> None:
+    loader = b.loader(num_workers=2)  # 10,000 samples in batches of 32: a long epoch
+    warmup, phases = next_runs.points_batches((2, 4), loader, 5, 30)
+    assert warmup == 5 and phases == ((2, 5 + 30), (4, 8 + 30))
+
+
+def test_a_sweep_measures_in_one_run_only_what_it_knows_it_will_measure() -> None:
+    own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
+    runs, summaries = [own], [summarize(own)]
+    grid = sweep.Limits(grid=(1, 4, 8))
+    assert next_runs.together(runs, summaries, grid) == (1, 4, 8)
+    assert next_runs.together(runs, summaries, dataclasses.replace(grid, in_process=False)) == ()
+    persistent = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], persistent_workers=True),))
+    assert next_runs.together([persistent], [summarize(persistent)], grid) == ()
+    # a setting whose epoch leaves no steady window is measured over whole epochs, in its own run
+    short = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], dataset_len=40 * 32),))
+    assert next_runs.together([short], [summarize(short)], grid) == (1, 4)
+
+
+def test_a_setting_that_handed_over_before_its_planned_batches_had_settled() -> None:
+    run = points_run()
+    marks = (dataclasses.replace(run.phases[0], planned=60), dataclasses.replace(run.phases[1], planned=60))
+    first, second = point_runs(dataclasses.replace(run, phases=marks))
+    assert first.stop_reason is StopReason.SETTLED  # 40 of its 60 batches
+    assert second.stop_reason is run.stop_reason  # the last one ended with the run
+
+
+def test_the_setting_in_force_is_settled_on_its_own_batches() -> None:
+    run = points_run()
+
+    def streamed(batches: int) -> Streamed:
+        return Streamed(
+            batches=run.batches[:batches],
+            loaders=run.loaders,
+            iterators=run.iterators,
+            warmup_batches=run.warmup_batches,
+            requested_batches=200,
+            phases=tuple(m for m in run.phases if m.batch < batches),
+        )
+
+    # the second setting's 52 steady batches at 20 ms: settled; its first 12 (8 of them start-up): not yet
+    assert phase_settled(streamed(100))
+    assert not phase_settled(streamed(52))
+    assert not phase_settled(dataclasses.replace(streamed(100), phases=()))
+    # the next setting marked, its first batch not yet delivered
+    assert not phase_settled(dataclasses.replace(streamed(40), phases=run.phases))
