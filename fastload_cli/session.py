@@ -295,7 +295,7 @@ class SweepRuns:
     grid: tuple[int, ...] | None = None
     prefetch_factors: tuple[int, ...] = ()
     pin_both: bool = False
-    in_process: bool = True  # settings in turn in one run of the script where the loader allows it
+    in_process: bool = False  # settings in turn in one run of the script where the loader allows it
 
     def execute(self, runner: ModeRunner) -> Outcome:
         limits = replace(sweep_limits(self.max_workers, self.grid), in_process=self.in_process)

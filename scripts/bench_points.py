@@ -4,8 +4,8 @@
     python scripts/bench_points.py [--repeats 3] [--cases a,b] [--out results.json]
 
 For each case, `fastload sweep-workers --workers GRID` runs `--repeats` times each way,
-interleaved: as it is (after the first setting, which shows fastload the loader, the settings take
-turns in one run of the script, new workers taking over mid-epoch) and with `--separate-runs`
+interleaved: with `--in-process` (after the first setting, which shows fastload the loader, the
+settings take turns in one run of the script, new workers taking over mid-epoch) and as it is
 (the script afresh for every setting). A row per setting gives the median throughput each way
 and their ratio beside the range of the separate runs themselves; a row per case the median wall
 time of the whole command each way. In-process settings are trusted where their ratio to
@@ -51,7 +51,7 @@ CASES = (
 
 def sweep(case: Case, separate: bool) -> tuple[dict[int, float], float]:
     command = [sys.executable, "-m", "fastload_cli", "sweep-workers", str(case.path), "--workers", case.grid]
-    command += ["--separate-runs"] if separate else []
+    command += [] if separate else ["--in-process"]
     script = ["--", *case.args] if case.args else []
     started = time.monotonic()
     done = subprocess.run([*command, "--json", "-", *script], cwd=ROOT, capture_output=True, text=True, check=False)

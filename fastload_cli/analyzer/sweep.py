@@ -42,7 +42,7 @@ class Limits:
     min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
     persistent_workers: bool = False  # the loader keeps its workers across epochs
     guided: bool = True  # start from the prediction (``predict``, ``guided``) once the own setting is measured
-    in_process: bool = True  # settings in turn in one run of the script where the loader allows it
+    in_process: bool = False  # settings in turn in one run of the script where the loader allows it
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""

@@ -28,6 +28,7 @@ from fastload_cli.cli.options import (
     FixedBatches,
     FixOption,
     HtmlPath,
+    InProcess,
     JsonPath,
     Keep,
     MaxBatches,
@@ -42,7 +43,6 @@ from fastload_cli.cli.options import (
     Quiet,
     Script,
     ScriptArgs,
-    SeparateRuns,
     ShowOutput,
     Timeout,
     TracePath,
@@ -202,7 +202,7 @@ def sweep_workers(
     max_batches: MaxBatches = DEFAULT_SWEEP_BATCHES,
     warmup: Warmup = DEFAULT_WARMUP,
     fixed_batches: FixedBatches = False,
-    separate_runs: SeparateRuns = False,
+    in_process: InProcess = False,
     timeout: Timeout = DEFAULT_TIMEOUT_S,
     json_path: JsonPath = None,
     output: OutputTo = None,
@@ -233,7 +233,7 @@ def sweep_workers(
         if grid is None and fixed_plan(base, out):
             raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
         pin_both = pin_memory is PinMemory.BOTH
-        runs = SweepRuns(max_workers, grid, factors, pin_both, in_process=not separate_runs)
+        runs = SweepRuns(max_workers, grid, factors, pin_both, in_process=in_process)
         run_command("sweep-workers", base, runs, out)
 
 

@@ -21,12 +21,12 @@ FixedBatches = Annotated[
         "estimate is stable.",
     ),
 ]
-SeparateRuns = Annotated[
+InProcess = Annotated[
     bool,
     typer.Option(
-        "--separate-runs",
-        help="Run the script afresh for every setting; by default settings whose window fits in an epoch are "
-        "measured in turn in one run, new workers taking over mid-epoch.",
+        "--in-process",
+        help="Measure the settings the search knows in advance in turn in one run of the script, new workers "
+        "taking over mid-epoch: the script starts once for them. By default every setting is a fresh run.",
     ),
 ]
 Warmup = Annotated[int, typer.Option("--warmup", help="Batches run before measuring (worker start-up, caches).", min=0)]

@@ -66,6 +66,11 @@ class EventCollector:
         """Batches delivered by the busiest loader (the training loader, as a rule)."""
         return max(self._per_loader.values(), default=0)
 
+    def busiest_phases(self) -> list[PhaseMark]:
+        """The PHASE marks of the busiest loader: those of a points run's training loader."""
+        busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
+        return [m for m in self.phases if m.loader_id == busiest]
+
     # -- internals -------------------------------------------------------------------------
 
     def _parse(self, line: bytes) -> dict[str, Any] | None:

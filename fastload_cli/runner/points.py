@@ -79,15 +79,16 @@ class InProcessPoints(WorkersOverride):
         return batch
 
     def _done(self, state: LoaderState) -> bool:
-        """The setting in force has had its batches, or the parent found it settled (asked of the
-        training loader: the one that delivered the most); the last one runs to the end."""
+        """The setting in force has had its batches, or the parent found it settled; only the
+        training loader (the one that delivered the most, as the parent counts) switches, and
+        its last setting runs to the end."""
         self._delivered[state.loader_id] = state.batches
         at = self._setting[state.loader_id]
-        if at == len(self.spec.points) - 1:
+        if at == len(self.spec.points) - 1 or state.batches < max(self._delivered.values()):
             return False
         if state.batches - self._began[state.loader_id] >= self.spec.points[at][1]:
             return True
-        if _Next.asked and state.batches == max(self._delivered.values()):
+        if _Next.asked:
             _Next.asked = False
             return True
         return False

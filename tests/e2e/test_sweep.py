@@ -59,6 +59,26 @@ def test_a_grid_sweep_measures_exactly_the_grid_and_the_scripts_own_setting() ->
         assert run["status"] == "ok" and run["batches"] >= 8
 
 
+def test_in_process_a_grid_sweep_measures_its_settings_in_turn_in_one_run_of_the_script(tmp_path) -> None:
+    # 0 workers first (fastload sees the loader), then 2, 3 and the script's own 1 in one run:
+    # new workers take over mid-epoch, and each setting is reported as its own workers=N run
+    started = tmp_path / "started"
+    args = [*LATENCY, "--started", str(started)]
+    grid = ["--workers", "0,2,3", "--max-batches", "8"]
+    report = report_of(run_fastload("sweep-workers", TOY, *grid, "--in-process", "--json", "-", *args))
+    assert sorted(r["mode"] for r in report["runs"]) == ["workers=0", "workers=1", "workers=2", "workers=3"]
+    assert {r["mode"]: r["num_workers"] for r in report["runs"]} == {f"workers={n}": n for n in range(4)}
+    for run in report["runs"]:
+        assert run["status"] == "ok" and run["batches"] >= 8 and run["throughput_samples_per_s"] > 0
+    together = len(started.read_text().splitlines())  # 2, or 3 where a run was measured again
+    # by default the script starts once per setting
+    started.unlink()
+    done = run_fastload("sweep-workers", TOY, *grid, *args)
+    assert done.returncode == 0, done.stderr
+    apart = len(started.read_text().splitlines())
+    assert together <= 3 and apart >= 4
+
+
 def test_the_terminal_report_shows_the_sweep_table_chart_and_conclusion() -> None:
     done = run_fastload("sweep-workers", TOY, "--workers", "0,2", "--max-batches", "8", *LATENCY)
     assert done.returncode == 0, done.stderr

@@ -23,7 +23,12 @@ parser.add_argument("--fail-at", type=int, default=-1, help="raise at this step 
 parser.add_argument("--kill-at", type=int, default=-1, help="SIGKILL itself at this step")
 parser.add_argument("--no-loader", action="store_true", help="train without a DataLoader")
 parser.add_argument("--view", help="write what the script sees (argv, path, cwd, __name__) here")
+parser.add_argument("--started", help="append a line to this file each time the script starts")
 args = parser.parse_args()
+
+if args.started:
+    with open(args.started, "a") as handle:
+        handle.write(f"{os.getpid()}\n")
 
 if args.view:
     with open(args.view, "w") as handle:

@@ -60,9 +60,9 @@ def test_the_first_setting_keeps_the_runs_warm_up_and_later_ones_lead_with_their
 def test_a_sweep_measures_in_one_run_only_what_it_knows_it_will_measure() -> None:
     own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
     runs, summaries = [own], [summarize(own)]
-    grid = sweep.Limits(grid=(1, 4, 8))
+    grid = sweep.Limits(grid=(1, 4, 8), in_process=True)
     assert next_runs.together(runs, summaries, grid) == (1, 4, 8)
-    assert next_runs.together(runs, summaries, dataclasses.replace(grid, in_process=False)) == ()
+    assert next_runs.together(runs, summaries, dataclasses.replace(grid, in_process=False)) == ()  # the default
     persistent = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], persistent_workers=True),))
     assert next_runs.together([persistent], [summarize(persistent)], grid) == ()
     # a setting whose epoch leaves no steady window is measured over whole epochs, in its own run

@@ -152,12 +152,8 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     outcome = session.run_sweep(runner, sweep.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
     # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
-    # 8 is four times as fast as the script's own 2: a second run of each could not change that.
-    # 8 and 6 are known before either is measured: one run of the script measures both in turn.
-    assert settings(calls[2:]) == [(8, 6), 12]
-    points = calls[2]
-    assert points.child.points == ((8, 16 + 24), (6, 12 + 20))
-    assert points.settle is phase_settled  # each setting hands over once its estimate is stable
+    # 8 is four times as fast as the script's own 2: a second run of each could not change that
+    assert settings(calls[2:]) == [8, 6, 12]
     result = analyze(outcome.runs, sweep.Limits()).facts.sweep
     assert result is not None
     assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)
@@ -165,6 +161,23 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     assert result.recommended_workers == 8
     assert result.speedup == pytest.approx(4.0, rel=0.01)
     assert result.significant
+
+
+def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pipeline(monkeypatch)
+    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    outcome = session.run_sweep(runner, sweep.Limits(in_process=True), done=own)
+    # 8 and 6 are known before either is measured: one run of the script measures both in turn;
+    # 12 depends on what they measured, so it runs after them
+    assert settings(calls[2:]) == [(8, 6), 12]
+    points = calls[2]
+    assert points.child.points == ((8, 16 + 24), (6, 12 + 20))
+    assert points.settle is phase_settled  # each setting hands over once its estimate is stable
+    assert [r.label for r in outcome.runs[2:]] == ["workers=8", "workers=6", "workers=12"]
+    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    assert result is not None and result.recommended_workers == 8
+    assert result.prediction_error == pytest.approx(0.0, abs=0.01)
 
 
 def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.MonkeyPatch) -> None:
