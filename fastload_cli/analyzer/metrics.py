@@ -116,18 +116,17 @@ def steady_steps(run: Batches) -> list[Step]:
             return steps
         return _steps(run, batches, first=1)
     if burst > 1:  # epochs too short for a steady state: each one counts whole, its start-up included
-        return _whole_epochs(_steps(run, batches, first=0), batches, known)
+        steps = _steps(run, batches, first=0)
+        return _whole_epochs(steps, batches, known) if known and run.warmup_batches % known == 0 else steps
     return _steps(run, batches, first=1)
 
 
-def _whole_epochs(steps: list[Step], batches: list[BatchRecord], epoch: int | None) -> list[Step]:
-    """``steps`` of the epochs wholly after warm-up that ran to their end (``epoch`` batches, or
-    followed by another where the length is not known), else ``steps``: a window starting or
-    ending inside an epoch would count its start-up or not by where the warm-up ended."""
+def _whole_epochs(steps: list[Step], batches: list[BatchRecord], epoch: int) -> list[Step]:
+    """A run planned in whole epochs (its warm-up is): ``steps`` of the epochs that ran to their
+    end (``epoch`` batches) after it, else ``steps``. A window starting or ending inside an epoch
+    would count its start-up or not by where the warm-up or an early stop fell."""
     counts, measured = Counter(b.iterator_id for b in batches), Counter(s.batch.iterator_id for s in steps)
-    order = list(dict.fromkeys(b.iterator_id for b in batches))
-    ended = {it for n, it in enumerate(order) if (counts[it] == epoch if epoch else n < len(order) - 1)}
-    whole = {it for it in ended if measured[it] == counts[it]}
+    whole = {it for it, n in counts.items() if n == epoch and measured[it] == n}
     kept = [s for s in steps if s.batch.iterator_id in whole]
     return kept or steps
 

@@ -26,14 +26,14 @@ import types
 from types import FrameType, TracebackType
 from typing import NoReturn
 
-from fastload_cli.records import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, ChildSpec, EventKind, StopReason
+from fastload_cli.records import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, ChildSpec, EventKind, Mode, StopReason
 from fastload_cli.runner import hooks, points, stacks
 from fastload_cli.runner.channel import Channel
 from fastload_cli.runner.modes import MeasurementDone
 
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child import main; main()"
 STOP_SIGNAL = signal.SIGRTMIN + 1  # unlikely to be used by training scripts (SIGUSR1 often is)
-NEXT_SIGNAL = signal.SIGRTMIN + 2  # a points run: the setting in force has its answer, take the next
+NEXT_SIGNAL = signal.SIGRTMIN + 3  # a points run: the setting in force has its answer (+2: stacks.py)
 PR_SET_PDEATHSIG = 1
 _INTERNAL_FILES = (__file__,)
 
@@ -147,7 +147,8 @@ def main() -> NoReturn:
         EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat, **_rank()
     )
     signal.signal(STOP_SIGNAL, _on_stop_signal)
-    signal.signal(NEXT_SIGNAL, points.on_next_signal)
+    if spec.mode.mode is Mode.POINTS:
+        signal.signal(NEXT_SIGNAL, points.on_next_signal)
     reason, code = run_script(channel, script_file)
     _State.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)

@@ -84,28 +84,31 @@ def test_epochs_too_short_for_a_steady_state_count_whole_with_their_start_up() -
     assert s.wall_s == pytest.approx((200 + 7 * 10 + 4 * 40) / 1000)
 
 
-def test_over_short_epochs_only_whole_epochs_after_warm_up_count() -> None:
-    # 12-batch epochs, 8-batch bursts; warm-up ends at batch 2 of the second epoch and the run
-    # stops at batch 5 of the fourth: only the third epoch ran whole after warm-up. Counting the
-    # second epoch's rest would leave its start-up out; the fourth's start would over-weigh it.
+def test_a_run_planned_in_whole_epochs_counts_only_the_epochs_that_ran_whole() -> None:
+    # 12-batch epochs, 8-batch bursts; a warm-up of one whole epoch, and a run stopped at batch 5
+    # of the fourth: the second and third epochs count. The fourth's start, counted, would
+    # over-weigh its start-up against the batches it had.
     from fastload_cli.records import IteratorInfo
 
     starts = (0, 5_000 * MS, 10_000 * MS, 15_000 * MS)
     epochs = [b.batches([200] + [0] * 7 + [30] * 4, 10, iterator_id=i + 1, start_ns=t) for i, t in enumerate(starts)]
-    batches = epochs[0] + epochs[1] + epochs[2] + epochs[3][:5]
     loader = dataclasses.replace(b.loader(num_workers=4), dataset_len=12 * 32)
     iterators = tuple(
         IteratorInfo(loader_id=1, iterator_id=i + 1, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
         for i, t in enumerate(starts)
     )
-    run = dataclasses.replace(b.run("real", batches, loaders=[loader], warmup=14), iterators=iterators)
+    batches = epochs[0] + epochs[1] + epochs[2] + epochs[3][:5]
+    run = dataclasses.replace(b.run("real", batches, loaders=[loader], warmup=12), iterators=iterators)
     steps = steady_steps(run)
-    assert {s.batch.iterator_id for s in steps} == {3}
-    assert [s.batch.index for s in steps] == list(range(12))
-    assert summarize(run).wall_s == pytest.approx((200 + 7 * 10 + 4 * 40) / 1000)
-    # where no epoch ran whole after warm-up, the batches after it are measured as they are
+    assert {s.batch.iterator_id for s in steps} == {2, 3}
+    assert summarize(run).wall_s == pytest.approx(2 * (200 + 7 * 10 + 4 * 40) / 1000)
+    # a warm-up that ends inside an epoch was not planned in whole epochs: every batch after it
+    # counts, as a mode asked for exactly --max-batches measures them
+    unplanned = dataclasses.replace(run, warmup_batches=14)
+    assert len(steady_steps(unplanned)) == len(batches) - 14
+    # planned, but no epoch ran whole after the warm-up: the batches after it, as they are
     unfinished = dataclasses.replace(run, batches=tuple(epochs[0] + epochs[1][:9]))
-    assert len(steady_steps(unfinished)) == 7
+    assert len(steady_steps(unfinished)) == 9
 
 
 def test_waits_for_a_second_loader_inside_a_step_are_data_wait_too() -> None:

@@ -89,3 +89,11 @@ def test_persistent_workers_are_never_switched() -> None:
     actuator.after_init(loader, 1)
     assert 1 not in actuator._loaders
     assert any("not switched: persistent workers" in f["original"] for _, f in events.seen)
+
+
+def test_the_parents_signals_to_the_child_are_distinct() -> None:
+    # stop, the stack probe and "next setting" each mean one thing to the child
+    from fastload_cli.runner.child import NEXT_SIGNAL, STOP_SIGNAL
+    from fastload_cli.runner.stacks import STACK_SIGNAL
+
+    assert len({STOP_SIGNAL, STACK_SIGNAL, NEXT_SIGNAL}) == 3
