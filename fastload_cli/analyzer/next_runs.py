@@ -140,15 +140,10 @@ def points_batches(
     """A points run's warm-up, and each setting's batches in it: the first setting's warm-up and
     window as its own run would have them (``point_batches``); each later one's window after the
     start-up burst of its new workers, which start with nothing prefetched."""
-    phases, first = [], 0
-    for position, workers in enumerate(settings):
-        spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
-        own_warmup, window = point_batches(spec, loader, warmup, max_batches)
-        burst = workers * (loader.prefetch_factor if loader and loader.prefetch_factor else th.DEFAULT_PREFETCH_FACTOR)
-        lead = own_warmup if position == 0 else max(burst, 1)
-        first = lead if position == 0 else first
-        phases.append((workers, lead + window))
-    return first, tuple(phases)
+    factor = (loader.prefetch_factor if loader is not None else None) or th.DEFAULT_PREFETCH_FACTOR
+    sized = [point_batches(ModeSpec(mode=Mode.WORKERS, workers=w), loader, warmup, max_batches) for w in settings]
+    leads = [sized[0][0], *(max(w * factor, 1) for w in settings[1:])]
+    return leads[0], tuple((w, lead + window) for w, lead, (_, window) in zip(settings, leads, sized, strict=True))
 
 
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:

@@ -25,9 +25,8 @@ from fastload_cli.records import (
     RunStatus,
     StopReason,
     Streamed,
+    setting_location,
 )
-
-WORKERS_LOCATION = "DataLoader(num_workers=...)"  # where a workers=N run reports the setting it made
 
 
 def point_runs(run: RunResult) -> tuple[RunResult, ...]:
@@ -112,7 +111,7 @@ def _point(run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int,
         iterators=(took_over, *iterators) if mark.batch else run.iterators,
         batches=tuple(b for b in run.batches if began < b.wait_end_ns <= ended),
         substitutions=tuple(
-            replace(s, replacement=f"num_workers={workers}") if s.location == WORKERS_LOCATION else s
+            replace(s, replacement=f"num_workers={workers}") if s.location == setting_location("num_workers") else s
             for s in run.substitutions
         ),
         host_samples=tuple(s for s in run.host_samples if began <= s.t_ns <= ended),

@@ -40,6 +40,7 @@ from fastload_cli.records.measured import (
     Substitution,
     SystemSample,
     TensorLeaf,
+    setting_location,
 )
 from fastload_cli.records.modes import (
     CHANNEL_DIR_ENV,
@@ -134,4 +135,5 @@ __all__ = [
     "TensorLeaf",
     "Timeline",
     "Verdict",
+    "setting_location",
 ]

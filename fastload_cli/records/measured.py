@@ -78,6 +78,13 @@ class BatchLayout:
 
 UNCHANGED = "unchanged"  # a substitution's replacement when it could not be made
 UNDONE = "undone"  # ...when it was made, then undone: its stand-ins did not give a sample like the original
+
+
+def setting_location(name: str) -> str:
+    """Where a substitution of a DataLoader argument (``num_workers``, ``prefetch_factor``...) is reported."""
+    return f"DataLoader({name}=...)"
+
+
 CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the dataset, cached in memory
 
 

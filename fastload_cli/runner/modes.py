@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastload_cli.records import UNCHANGED, UNDONE, ChildSpec, EventKind, Mode
+from fastload_cli.records import UNCHANGED, UNDONE, ChildSpec, EventKind, Mode, setting_location
 from fastload_cli.runner import breakdown, transforms
 from fastload_cli.runner.batches import copy_batch, safe_len
 from fastload_cli.runner.channel import Channel
@@ -127,7 +127,7 @@ class WorkersOverride(Actuator):
 
     def _report(self, loader_id: int, name: str, value: object, old: object = None) -> None:
         original = f"{name}={old!r}" if old is not None else name
-        self.channel.substitution(loader_id, f"DataLoader({name}=...)", original, f"{name}={value!r}")
+        self.channel.substitution(loader_id, setting_location(name), original, f"{name}={value!r}")
 
 
 @dataclass
@@ -196,7 +196,7 @@ class SyntheticReplay(Actuator):
             why = f"{type(batch).__qualname__} batch cannot be copied ({type(exc).__name__}: {exc})"
             self.channel.substitution(loader.loader_id, SYNTHETIC_LOCATION, why, "not replayed: this loader stays real")
             return
-        _stop_workers(iterator)
+        stop_workers(iterator)
 
     def _replay(self, iterator: Any, epoch: EpochState) -> Any:
         """A fresh copy of the cached batch, with the epoch's length kept."""
@@ -257,9 +257,10 @@ class ReplayIterator:
         return self._replay(self, self._fastload_epoch)
 
 
-def _stop_workers(iterator: Any) -> None:
+def stop_workers(iterator: Any) -> None:
     """Shut down a multiprocessing iterator's workers: in synthetic mode they have no more work,
-    and leaving them prefetching would take CPU from the step being measured."""
+    and leaving them prefetching would take CPU from the step being measured (a points run: the
+    batches they had in hand are given up)."""
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()

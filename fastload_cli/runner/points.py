@@ -22,7 +22,7 @@ from typing import Any
 
 from fastload_cli.records import UNCHANGED, EventKind
 from fastload_cli.runner.batches import safe_len
-from fastload_cli.runner.modes import EpochState, LoaderState, Produce, WorkersOverride
+from fastload_cli.runner.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
 
 POINTS_LOCATION = "DataLoader (settings in turn)"
 DEFAULT_PREFETCH = 2  # torch's own, for a loader built with none (num_workers=0) that gets workers
@@ -99,9 +99,7 @@ class InProcessPoints(WorkersOverride):
         self._setting[state.loader_id] += 1
         workers = self.spec.points[self._setting[state.loader_id]][0]
         rest = source._sampler_iter
-        shutdown = getattr(source, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()  # the batches its workers had in hand are given up
+        stop_workers(source)
         loader.num_workers = workers
         if workers > 0 and loader.prefetch_factor is None:
             loader.prefetch_factor = DEFAULT_PREFETCH
