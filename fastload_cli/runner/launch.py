@@ -219,8 +219,8 @@ class _Run:
 
     def _last_point_done(self, done: int) -> bool:
         """A points run's last setting has had the batches planned for it."""
-        marks = self.collector.busiest_phases()
-        return len(marks) >= max(len(self.config.child.points), 1) and done - marks[-1].batch >= marks[-1].planned
+        settings, marks = self.config.child.points, self.collector.busiest_phases()
+        return bool(settings) and len(marks) >= len(settings) and done - marks[-1].batch >= marks[-1].planned
 
     def _settled(self) -> None:
         """Stable: the run stops, or a points run's next setting takes over (asked once a setting)."""
