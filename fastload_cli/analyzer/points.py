@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import primary_loader_id, startup_burst
 from fastload_cli.analyzer.settle import settled
 from fastload_cli.records import (
@@ -31,11 +32,9 @@ from fastload_cli.records import (
 
 def point_runs(run: RunResult) -> tuple[RunResult, ...]:
     """One workers=N run per setting the points run measured, in order; none without marks."""
-    loader_id = primary_loader_id(run)
-    marks = [m for m in run.phases if m.loader_id == loader_id]
+    marks, own = _marks(run)
     if not marks:
         return ()
-    own = [b for b in run.batches if b.loader_id == loader_id]
     ends = [*(m.batch for m in marks[1:]), len(own)]
     found = []
     for position, (mark, end) in enumerate(zip(marks, ends, strict=True)):
@@ -51,15 +50,17 @@ def point_runs(run: RunResult) -> tuple[RunResult, ...]:
 def phase_settled(run: Streamed) -> bool:
     """The setting in force in a points run in flight has a stable estimate (``settle.settled``
     on its batches since it took over): the parent moves the run on to the next one."""
-    loader_id = primary_loader_id(run)
-    marks = [m for m in run.phases if m.loader_id == loader_id]
-    if not marks:
+    marks, own = _marks(run)
+    if not marks or len(own) <= marks[-1].batch:  # none in force, or nothing delivered under it yet
         return False
     mark = marks[-1]
-    own = [b for b in run.batches if b.loader_id == loader_id]
-    if len(own) <= mark.batch:  # nothing delivered under it yet
-        return False
     return settled(_point(_as_run(run), mark, own[mark.batch :], _began(own, mark, 0), last=True))
+
+
+def _marks(run: RunResult | Streamed) -> tuple[list[PhaseMark], list[BatchRecord]]:
+    """The training loader's PHASE marks and its batches."""
+    loader_id = primary_loader_id(run)
+    return [m for m in run.phases if m.loader_id == loader_id], [b for b in run.batches if b.loader_id == loader_id]
 
 
 def _as_run(run: Streamed) -> RunResult:
@@ -128,5 +129,5 @@ def _why_ended(mark: PhaseMark, mine: list[BatchRecord]) -> StopReason:
 
 def _at(loader: LoaderInfo, workers: int) -> LoaderInfo:
     """The loader as the setting ran it: torch's prefetch_factor of 2 where it had none."""
-    factor = loader.prefetch_factor if loader.prefetch_factor is not None or not workers else 2
+    factor = loader.prefetch_factor if loader.prefetch_factor is not None or not workers else th.DEFAULT_PREFETCH_FACTOR
     return replace(loader, num_workers=workers, prefetch_factor=factor)

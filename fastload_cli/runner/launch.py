@@ -233,9 +233,11 @@ class _Run:
 
     def _settle_due(self) -> bool:
         """Time to ask the settle rule again (it reads every batch): at most every ``SETTLE_CHECK_S``."""
-        due = time.monotonic() - self.settle_checked_at >= SETTLE_CHECK_S
-        self.settle_checked_at = time.monotonic() if due else self.settle_checked_at
-        return due
+        now = time.monotonic()
+        if now - self.settle_checked_at < SETTLE_CHECK_S:
+            return False
+        self.settle_checked_at = now
+        return True
 
     def settled(self) -> bool:
         """The throughput estimate is as stable as the run's settle rule asks (never without one)."""
