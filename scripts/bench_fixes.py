@@ -77,6 +77,13 @@ def split_case(repeats: int) -> list[dict]:
             f"parts {100 * split['parts_vs_real']:.0f}% of the real step; {split['method']}, "
             f"{split['turns']} turns each, turn-to-turn spread ±{100 * (split['spread'] or 0):.0f}%)"
         )
+        cpu = split.get("workers_cpu")
+        if cpu:
+            print(
+                f"  workers' CPU per batch: real {cpu['real_ms']:.1f} ms = storage+decode {cpu['storage_decode_ms']:.1f}"
+                f" + augmentation {cpu['augmentation_ms']:.1f} + rest {cpu['rest_ms']:.1f}"
+                f" (not accounted {cpu['residual_ms']:.1f})"
+            )
     return rows
 
 

@@ -4,7 +4,9 @@ Each part is what removing it saves: storage and decoding (``cached``: decoded s
 memory), the augmentation (``no-aug``), and what is left with both removed (``cached-no-aug``:
 collate, the handoff from workers, the step beside them). The parts come from the split run when
 one ran (``interleaved_split``: the pipelines took turns in one run of the script, so they share
-the machine's state), otherwise from the separate runs of those modes (``input_split``).
+the machine's state), otherwise from the separate runs of those modes (``input_split``). The
+split run also splits the DataLoader workers' CPU time per batch the same way: where the parts
+overlap there too, removing one changes what the others cost in work, not only in timing.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
-from fastload_cli.records import INTERLEAVED, InputSplit, LoaderInfo, PhaseMark, RunResult, RunSummary
+from fastload_cli.analyzer.metrics import Span, primary_loader, primary_loader_id, role_delta
+from fastload_cli.records import (
+    INTERLEAVED,
+    InputSplit,
+    LoaderInfo,
+    PhaseMark,
+    ProcRole,
+    RunResult,
+    RunSummary,
+)
 
 # Batches each pipeline measures per turn of the split run, once those prefetched under the turn
 # before it are through; and the rounds of turns the run takes.
@@ -51,31 +61,54 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
     means = {phase: [sum(t) / len(t) for t in turns] for phase, turns in per_turn.items()}
     spread = max((max(m) - min(m)) / (max(m) + min(m)) for m in means.values())
     turns = min(len(turns) for turns in per_turn.values())
-    return replace(split, method=INTERLEAVED, turns=turns, spread=spread)
+    return replace(split, method=INTERLEAVED, turns=turns, spread=spread, workers_cpu=_split(workers_cpu(run), None))
 
 
 def turn_times(run: RunResult) -> dict[str, list[list[float]]]:
     """Per pipeline, per turn of the training loader: the milliseconds between consecutive
     batches, the first ``turn_settle`` of the turn and of each epoch left out."""
+    return {
+        phase: [[(end - start) / 1e6 for start, end in turn] for turn in turns]
+        for phase, turns in turn_spans(run).items()
+    }
+
+
+def turn_spans(run: RunResult) -> dict[str, list[list[Span]]]:
+    """Per pipeline, per turn of the training loader: the intervals (from the batch before to
+    each batch) that its turn measured, the first ``turn_settle`` of the turn and of each epoch
+    left out."""
     loader_id = primary_loader_id(run)
     batches = [b for b in run.batches if b.loader_id == loader_id]
     marks: Sequence[PhaseMark] = [m for m in run.phases if m.loader_id == loader_id]
     if not marks:
         return {}
     settle = turn_settle(primary_loader(run))
-    found: dict[str, list[list[float]]] = defaultdict(list)
+    found: dict[str, list[list[Span]]] = defaultdict(list)
     ends = [*(m.batch for m in marks[1:]), len(batches)]
     for mark, end in zip(marks, ends, strict=True):
         end = min(end, len(batches))
         # batch number n (from 1) is batches[n - 1]; each interval ends at a batch of this turn
-        gaps = [
-            (batches[n - 1].wait_end_ns - batches[n - 2].wait_end_ns) / 1e6
+        intervals = [
+            (batches[n - 2].wait_end_ns, batches[n - 1].wait_end_ns)
             for n in range(mark.batch + settle + 1, end + 1)
             if batches[n - 1].index > settle  # an epoch's workers start with nothing prefetched
         ]
-        if gaps:
-            found[mark.phase].append(gaps)
+        if intervals:
+            found[mark.phase].append(intervals)
     return dict(found)
+
+
+def workers_cpu(run: RunResult) -> dict[str, float]:
+    """Per pipeline, the DataLoader workers' CPU milliseconds per batch over the intervals its
+    turns measured; empty when the workers' CPU time was not sampled (or the loader has none)."""
+    found = {}
+    for phase, turns in turn_spans(run).items():
+        window = [span for turn in turns for span in turn]
+        cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
+        if cpu is None:
+            return {}
+        found[phase] = 1000.0 * cpu / len(window)
+    return found
 
 
 def turn_settle(loader: LoaderInfo | None) -> int:

@@ -258,6 +258,9 @@ class InputSplit:
     method: str = SEPARATE_RUNS  # or INTERLEAVED: the pipelines took turns in one run (the split run)
     turns: int | None = None  # interleaved: the turns each pipeline took
     spread: float | None = None  # interleaved: the largest turn-to-turn spread of a pipeline, ± share
+    # interleaved, with DataLoader workers: the same split of the workers' CPU milliseconds per batch
+    # (its step_ms None): parts that overlap in the work itself overlap there too
+    workers_cpu: InputSplit | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

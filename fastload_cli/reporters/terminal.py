@@ -337,21 +337,26 @@ def _fix(f: FixResult) -> RenderableType:
 
 def _split(found: InputSplit) -> list[RenderableType]:
     """Where the real pipeline's time per batch goes, each part from the run (or the split run's
-    turns) that removed it."""
+    turns) that removed it; beside it, the same split of the workers' CPU time where measured."""
     parts = (
-        ("storage + decode", found.storage_decode_ms, "real - cached"),
-        ("augmentation", found.augmentation_ms, "real - no-aug"),
-        ("the rest", found.rest_ms, "cached-no-aug: collate, the handoff, the step"),
-        ("  of which the step", found.step_ms, "synthetic: the step with free inputs"),
-        ("not accounted", found.residual_ms, "real - the three parts (< 0: they overlap)"),
+        ("storage + decode", "storage_decode_ms", "real - cached"),
+        ("augmentation", "augmentation_ms", "real - no-aug"),
+        ("the rest", "rest_ms", "cached-no-aug: collate, the handoff, the step"),
+        ("  of which the step", "step_ms", "synthetic: the step with free inputs"),
+        ("not accounted", "residual_ms", "real - the three parts (< 0: they overlap)"),
+        ("real run", "real_ms", "1 / throughput"),
     )
+    cpu = found.workers_cpu
     table = Table(box=box.SIMPLE, show_header=True, pad_edge=False)
-    for name in ("part", "ms per batch", "share", "measured as"):
-        table.add_column(name, justify="right" if name in ("ms per batch", "share") else "left")
-    for name, value, how in parts:
+    for name in ("part", "ms per batch", "share", *(["workers' CPU"] if cpu else []), "measured as"):
+        table.add_column(name, justify="left" if name in ("part", "measured as") else "right")
+    for name, field, how in parts:
+        value = getattr(found, field)
         if value is not None:
-            table.add_row(name, ms(value), pct(value / found.real_ms), how)
-    table.add_row("real run", ms(found.real_ms), "100%", "1 / throughput", style="bold")
+            used = [ms(getattr(cpu, field))] if cpu else []
+            table.add_row(
+                name, ms(value), pct(value / found.real_ms), *used, how, style="bold" if name == "real run" else ""
+            )
     lines: list[RenderableType] = [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
     if found.method == INTERLEAVED:
         spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
@@ -359,6 +364,8 @@ def _split(found: InputSplit) -> list[RenderableType]:
             f"Measured in one run of the script: the four pipelines took turns of a few batches each "
             f"({found.turns} turns each{spread}); the synthetic step from its own run."
         )
+        if cpu is not None:
+            how += " The workers' CPU time per batch, split the same way: parts that overlap there overlap in the work."
         lines.append(Padding(Text(how, style="dim"), (0, 0, 0, 2)))
     return lines
 

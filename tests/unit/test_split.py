@@ -8,7 +8,16 @@ import random
 import pytest
 
 from fastload_cli.analyzer import split
-from fastload_cli.records import INTERLEAVED, SEPARATE_RUNS, PhaseMark, RunResult
+from fastload_cli.records import (
+    INTERLEAVED,
+    SEPARATE_RUNS,
+    HostSample,
+    PhaseMark,
+    ProcRole,
+    ProcSample,
+    RunResult,
+    SystemSample,
+)
 from tests.unit import builders as b
 
 PER_BATCH = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "cached-no-aug": 18.0}
@@ -108,6 +117,47 @@ def test_turn_to_turn_noise_is_reported_as_the_spread() -> None:
     noisy = [dataclasses.replace(x, wait_end_ns=x.wait_end_ns + rng.randrange(0, 3 * b.MS)) for x in run.batches]
     parts = split.interleaved_split(dataclasses.replace(run, batches=tuple(noisy)), None)
     assert parts is not None and 0 < parts.spread < 0.5
+
+
+# What a batch of each pipeline costs the workers, in CPU milliseconds: storage and decoding cost
+# 30 beside the augmentation and 8 beside its stand-ins (the two parts overlap).
+WORKER_CPU = {"real": 70.0, "cached": 40.0, "no-aug": 20.0, "cached-no-aug": 12.0}
+
+
+def with_worker_cpu(run: RunResult) -> RunResult:
+    """``run`` with two workers whose CPU time grows by ``WORKER_CPU`` of the pipeline in force
+    at each batch (half each), sampled at every batch's end."""
+    spent, samples = 0.0, []
+    phase_at = {}
+    for mark in run.phases:
+        phase_at[mark.batch] = mark.phase
+    phase = "real"
+    for n, batch in enumerate(run.batches):
+        phase = phase_at.get(n, phase)  # batch n (from 0) is the (n + 1)th: the turn from mark n on
+        spent += WORKER_CPU[phase] / 2000.0 if n else 0.0
+        workers = tuple(
+            ProcSample(pid=pid, role=ProcRole.WORKER, cpu_s=spent, runq_s=0.0, rss_bytes=None, read_bytes=None)
+            for pid in (201, 202)
+        )  # fmt: skip
+        system = SystemSample(busy_s=0.0, idle_s=0.0, iowait_s=None, disk_read_bytes=None)
+        samples.append(HostSample(t_ns=batch.wait_end_ns, procs=workers, system=system))
+    return dataclasses.replace(run, host_samples=tuple(samples))
+
+
+def test_the_split_run_splits_the_workers_cpu_time_per_batch_the_same_way() -> None:
+    run = with_worker_cpu(split_run(turn=12, workers=1))  # one worker, two batches prefetched: 3 left out a turn
+    assert split.workers_cpu(run) == pytest.approx(WORKER_CPU)
+    parts = split.interleaved_split(run, None)
+    assert parts is not None and parts.workers_cpu is not None
+    cpu = parts.workers_cpu
+    assert cpu.real_ms == pytest.approx(70.0)
+    assert cpu.storage_decode_ms == pytest.approx(30.0)  # beside the augmentation (8 beside its stand-ins)
+    assert cpu.augmentation_ms == pytest.approx(50.0)
+    assert cpu.rest_ms == pytest.approx(12.0)
+    assert cpu.residual_ms == pytest.approx(-22.0)  # the parts overlap in the work itself
+    # the workers' CPU time not sampled: no CPU split
+    unsampled = split.interleaved_split(split_run(turn=12, workers=1), None)
+    assert unsampled is not None and unsampled.workers_cpu is None and split.workers_cpu(split_run()) == {}
 
 
 def test_without_turns_of_a_real_and_a_cached_pipeline_there_is_no_split() -> None:
