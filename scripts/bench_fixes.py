@@ -80,7 +80,8 @@ def split_case(repeats: int) -> list[dict]:
         cpu = split.get("workers_cpu")
         if cpu:
             print(
-                f"  workers' CPU per batch: real {cpu['real_ms']:.1f} ms = storage+decode {cpu['storage_decode_ms']:.1f}"
+                f"  workers' CPU per batch: real {cpu['real_ms']:.1f} ms"
+                f" = storage+decode {cpu['storage_decode_ms']:.1f}"
                 f" + augmentation {cpu['augmentation_ms']:.1f} + rest {cpu['rest_ms']:.1f}"
                 f" (not accounted {cpu['residual_ms']:.1f})"
             )
