@@ -190,12 +190,27 @@ def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -
 
 
 def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome) -> Outcome:
-    warmup, batches = next_runs.point_batches(
-        spec, first_loader(done.runs), runner.base.warmup, runner.base.max_batches
-    )
+    """One setting in a run of its own. The first run of a command measures before fastload has
+    seen the loader; where that loader's epochs turn out too short for a steady window at the
+    setting, the setting is measured again, in whole epochs (``next_runs.point_batches``)."""
+    loader = first_loader(done.runs)
+    planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches)
+    run, summary = _point_run(runner, spec, planned, first=not any(r.batches for r in done.runs))
+    seen = first_loader((run,))
+    again = next_runs.point_batches(spec, seen, runner.base.warmup, runner.base.max_batches)
+    if loader is None and run.status is RunStatus.OK and next_runs.whole_epochs(spec, seen) and again != planned:
+        runner.on_note(spec, "an epoch is too short for a steady window at this setting: measuring whole epochs")
+        run, summary = _point_run(runner, spec, again)
+    return replace(done.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
+
+
+def _point_run(
+    runner: ModeRunner, spec: ModeSpec, planned: tuple[int, int], *, first: bool = False
+) -> tuple[RunResult, RunSummary]:
+    """``spec`` measured with ``planned`` warm-up and measured batches."""
+    warmup, batches = planned
     config = replace(runner.base.with_child(mode=spec, warmup=warmup), max_batches=batches)
-    outcome = done.adding(*runner.measure(config, first=not any(r.batches for r in done.runs)))
-    return replace(outcome, interrupted=outcome.runs[-1].status is RunStatus.INTERRUPTED)
+    return runner.measure(config, first=first)
 
 
 # --------------------------------------------------------------------------------------------

@@ -128,10 +128,19 @@ def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_ba
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
     batches = max(max_batches, th.SWEEP_ROUNDS * workers)
     epoch = epoch_batches(loader)
-    if epoch and workers * (2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS) > epoch:
+    if epoch and whole_epochs(spec, loader):
         whole = -(-max(warmup, 1) // epoch)  # no steady window: whole epochs, measured
         return whole * epoch, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch
     return max(warmup, burst), batches
+
+
+def whole_epochs(spec: ModeSpec, loader: LoaderInfo | None) -> bool:
+    """An epoch of ``loader`` is too short for a steady window at ``spec``'s setting (the start-up
+    burst, a few rounds of batches, the drain): its sweep point is measured in whole epochs."""
+    epoch = epoch_batches(loader)
+    factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
+    rounds = 2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS
+    return bool(epoch) and (spec.workers or 0) * rounds > (epoch or 0)
 
 
 def points_batches(

@@ -105,10 +105,12 @@ def test_an_interrupted_run_ends_the_sequence(monkeypatch: pytest.MonkeyPatch) -
     assert outcome.interrupted and calls == ["real", "synthetic"]
 
 
-def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: bool = True) -> list[RunConfig]:
+def fake_pipeline(
+    monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: bool = True, epoch: int | None = None
+) -> list[RunConfig]:
     """run_mode replaced by a pipeline whose step takes max(10 ms, 80 ms / workers): loading
     scales with workers until the 10 ms step is the limit (at 8); the synthetic run's step is
-    10 ms. ``known``: the loaders say the script's own setting."""
+    10 ms. ``known``: the loaders say the script's own setting; ``epoch``: its batches per epoch."""
     calls: list[RunConfig] = []
 
     def run_mode(config, nvml, observer):
@@ -118,7 +120,7 @@ def fake_pipeline(monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: 
         n = config.spec.workers if config.spec.workers is not None else own_workers
         step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
-        loader = b.loader(num_workers=n)
+        loader = dataclasses.replace(b.loader(num_workers=n), batches_per_epoch=epoch)
         if known and config.spec.mode is Mode.WORKERS:
             loader = dataclasses.replace(loader, original_num_workers=own_workers)
         return dataclasses.replace(b.run(config.spec.label, batch_list, loaders=[loader]), warmup_batches=config.warmup)
@@ -191,6 +193,27 @@ def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.Mo
     assert (calls[5].warmup, calls[5].max_batches) == (32, 48)
     result = analyze(outcome.runs, sweep.Limits()).facts.sweep
     assert result is not None and result.recommended_workers == 8 and result.predicted_best is None
+
+
+def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_whole_epochs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = fake_pipeline(monkeypatch, known=False, epoch=20)
+    notes: list[str] = []
+    runner = session.ModeRunner(
+        dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
+    )
+    session.run_sweep(runner, sweep.Limits(grid=(8, 1)))
+    # 8 workers: before any run fastload does not know the loader: 16 batches of warm-up and 24
+    # measured; the loader then shows epochs of 20 batches, too short for a steady window at 8
+    # workers (a burst of 16 and as many drained): measured again, one epoch of warm-up and three
+    # measured whole; 1 worker has a steady window inside an epoch and is measured as planned
+    assert [(c.spec.workers, c.warmup, c.max_batches) for c in calls] == [(8, 16, 24), (8, 20, 60), (1, 5, 20)]
+    assert any("whole epochs" in note for note in notes)
+    # a loader with long epochs needs no second run
+    calls = fake_pipeline(monkeypatch, known=False, epoch=200)
+    session.run_sweep(runner, sweep.Limits(grid=(8, 1)))
+    assert [c.spec.workers for c in calls] == [8, 1]
 
 
 def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monkeypatch: pytest.MonkeyPatch) -> None:
