@@ -58,6 +58,11 @@ def test_the_split_run_takes_turns_of_the_four_pipelines_and_splits_a_batchs_tim
     assert None not in (split[part] for part in parts)
     total = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"] + split["residual_ms"]
     assert total == pytest.approx(split["real_ms"], abs=1e-3)  # the JSON rounds each figure
+    # with workers, the workers' CPU time per batch split the same way (no step of its own)
+    cpu = split["workers_cpu"]
+    assert cpu is not None and cpu["step_ms"] is None and cpu["real_ms"] > 0
+    total = cpu["storage_decode_ms"] + cpu["augmentation_ms"] + cpu["rest_ms"] + cpu["residual_ms"]
+    assert total == pytest.approx(cpu["real_ms"], abs=1e-3)
     # the split run's dataset switched pipelines while its workers ran: its batches come jittered
     # (real, cached), then not (no-aug, cached-no-aug), in turns of 22 batches (6 + 16), after 5
     lines = [json.loads(line) for line in seen.read_text().splitlines()]
