@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""The augmentation example trained in plain Python, without fastload, timed epoch by epoch.
+
+    python scripts/bench_first_epoch.py [--epochs 4] [--workers 2] [--batch-size 32]
+
+Prints each epoch's samples/s from its 8th batch on, and what its DataLoader workers cost per
+batch: user and kernel CPU time and minor page faults (``getrusage(RUSAGE_CHILDREN)``; the workers
+are not persistent, so each epoch's have exited when it ends). Run it as it is and with glibc's
+thresholds fixed (``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=134217728``) to see
+what the first epoch's workers inherit from a main process that has not trained yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fastload_cli" / "examples"))
+
+TIMED_FROM = 8  # batches of each epoch left out: its start-up and the workers' first prefetched ones
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+
+    import torch
+    from augmentation_heavy import build_loader, build_model
+
+    torch.manual_seed(0)
+    loader = build_loader(args.batch_size, args.workers)
+    model = build_model(len(loader.dataset.classes))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for epoch in range(args.epochs):
+        started, samples, batches = 0.0, 0, 0
+        for batches, (inputs, labels) in enumerate(loader, 1):
+            if batches == TIMED_FROM:
+                started, samples = time.perf_counter(), 0
+            loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            samples += len(labels)
+        rate = samples / (time.perf_counter() - started)
+        time.sleep(0.5)  # the epoch's workers exit and are counted
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        user, kernel = (after.ru_utime - before.ru_utime) / batches, (after.ru_stime - before.ru_stime) / batches
+        faults = (after.ru_minflt - before.ru_minflt) / batches
+        print(
+            f"epoch {epoch}: {rate:.1f} samples/s; workers per batch: user {1000 * user:.1f} ms, "
+            f"kernel {1000 * kernel:.1f} ms, {faults:,.0f} minor faults",
+            flush=True,
+        )
+        before = after
+
+
+if __name__ == "__main__":
+    main()
