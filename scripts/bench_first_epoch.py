@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The augmentation example trained in plain Python, without fastload, timed epoch by epoch.
 
-    python scripts/bench_first_epoch.py [--epochs 4] [--workers 2] [--batch-size 32]
+    python scripts/bench_first_epoch.py [--epochs 4] [--workers 2] [--batch-size 32] [--persistent-workers]
 
 Prints each epoch's samples/s from its 8th batch on, and what its DataLoader workers cost per
-batch: user and kernel CPU time and minor page faults (``getrusage(RUSAGE_CHILDREN)``; the workers
-are not persistent, so each epoch's have exited when it ends). Run it as it is and with glibc's
+batch: user and kernel CPU time and minor page faults (``getrusage(RUSAGE_CHILDREN)``: each
+epoch's workers have exited when it ends). With ``--persistent-workers`` the first epoch's workers
+serve every epoch and are counted once, at the end, over all batches. Run it as it is and with glibc's
 thresholds fixed (``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=134217728``) to see
 what the first epoch's workers inherit from a main process that has not trained yet.
 """
@@ -28,6 +29,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--persistent-workers", action="store_true")
     args = parser.parse_args()
 
     import torch
@@ -35,9 +37,15 @@ def main() -> None:
 
     torch.manual_seed(0)
     loader = build_loader(args.batch_size, args.workers)
+    if args.persistent_workers:
+        loader = torch.utils.data.DataLoader(
+            loader.dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
+            drop_last=True, persistent_workers=True,
+        )  # fmt: skip
     model = build_model(len(loader.dataset.classes))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = 0
     for epoch in range(args.epochs):
         started, samples, batches = 0.0, 0, 0
         for batches, (inputs, labels) in enumerate(loader, 1):
@@ -49,6 +57,10 @@ def main() -> None:
             optimizer.step()
             samples += len(labels)
         rate = samples / (time.perf_counter() - started)
+        total += batches
+        if args.persistent_workers:
+            print(f"epoch {epoch}: {rate:.1f} samples/s", flush=True)
+            continue
         time.sleep(0.5)  # the epoch's workers exit and are counted
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         user, kernel = (after.ru_utime - before.ru_utime) / batches, (after.ru_stime - before.ru_stime) / batches
@@ -59,6 +71,12 @@ def main() -> None:
             flush=True,
         )
         before = after
+    if args.persistent_workers:
+        del loader  # the workers exit and are counted
+        time.sleep(1.0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        kernel, faults = (after.ru_stime - before.ru_stime) / total, (after.ru_minflt - before.ru_minflt) / total
+        print(f"all epochs, workers per batch: kernel {1000 * kernel:.1f} ms, {faults:,.0f} minor faults", flush=True)
 
 
 if __name__ == "__main__":
