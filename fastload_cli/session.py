@@ -196,11 +196,12 @@ def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome) -> Outcome:
     loader = first_loader(done.runs)
     planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches)
     run, summary = _point_run(runner, spec, planned, first=not any(r.batches for r in done.runs))
-    seen = first_loader((run,))
-    again = next_runs.point_batches(spec, seen, runner.base.warmup, runner.base.max_batches)
-    if loader is None and run.status is RunStatus.OK and next_runs.whole_epochs(spec, seen) and again != planned:
-        runner.on_note(spec, "an epoch is too short for a steady window at this setting: measuring whole epochs")
-        run, summary = _point_run(runner, spec, again)
+    seen = first_loader((run,)) if loader is None and run.status is RunStatus.OK else None
+    if seen is not None and next_runs.whole_epochs(spec, seen):
+        again = next_runs.point_batches(spec, seen, runner.base.warmup, runner.base.max_batches)
+        if again != planned:
+            runner.on_note(spec, "an epoch is too short for a steady window at this setting: measuring whole epochs")
+            run, summary = _point_run(runner, spec, again)
     return replace(done.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
 
 

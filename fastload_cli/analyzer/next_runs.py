@@ -138,9 +138,10 @@ def whole_epochs(spec: ModeSpec, loader: LoaderInfo | None) -> bool:
     """An epoch of ``loader`` is too short for a steady window at ``spec``'s setting (the start-up
     burst, a few rounds of batches, the drain): its sweep point is measured in whole epochs."""
     epoch = epoch_batches(loader)
+    if not epoch:
+        return False
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
-    rounds = 2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS
-    return bool(epoch) and (spec.workers or 0) * rounds > (epoch or 0)
+    return (spec.workers or 0) * (2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS) > epoch
 
 
 def points_batches(
