@@ -8,13 +8,12 @@ summary (computed once, here), the sweep limits in force, and the breakdown when
 
 from __future__ import annotations
 
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, split, sweep
+from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, split, sweep, sweep_points
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
@@ -30,9 +29,7 @@ from fastload_cli.config import (
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
     Breakdown,
-    Environment,
     FixSpec,
-    GpuDevice,
     Mode,
     ModeSpec,
     RunResult,
@@ -151,7 +148,8 @@ def run_sweep(runner: ModeRunner, limits: sweep.Limits, done: Outcome | None = N
                 outcome, whole = _points(runner, together, outcome)
                 limits = limits if whole else replace(limits, in_process=False)  # refused: one run each
             else:
-                outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome)
+                later = next_runs.after_first_epoch(outcome.runs, outcome.summaries, limits)
+                outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome, later)
             if outcome.interrupted:
                 return outcome
     except KeyboardInterrupt:
@@ -179,9 +177,10 @@ def _points(runner: ModeRunner, settings: tuple[int, ...], done: Outcome) -> tup
 def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -> Outcome:
     """Each of ``specs`` (prefetch_factor / pin_memory variants of one setting)."""
     outcome = done
+    later = next_runs.after_first_epoch(done.runs, done.summaries, done.limits or sweep.Limits())
     try:
         for spec in specs:
-            outcome = _sweep_point(runner, spec, outcome)
+            outcome = _sweep_point(runner, spec, outcome, later)
             if outcome.interrupted:
                 return outcome
     except KeyboardInterrupt:
@@ -189,12 +188,15 @@ def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -
     return outcome
 
 
-def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome) -> Outcome:
-    """One setting in a run of its own. The first run of a command measures before fastload has
+def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome, later: bool = False) -> Outcome:
+    """One setting in a run of its own, after the script's first epoch when ``later``
+    (``next_runs.after_first_epoch``). The first run of a command measures before fastload has
     seen the loader; where that loader's epochs turn out too short for a steady window at the
     setting, the setting is measured again, in whole epochs (``next_runs.point_batches``)."""
     loader = first_loader(done.runs)
-    planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches)
+    planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches, later=later)
+    if spec.variant is None and spec.workers in sweep.again_after_first_epoch(sweep_points(done.runs, done.summaries)):
+        runner.on_note(spec, "measuring again after the first epoch, like the settings it is compared with")
     run, summary = _point_run(runner, spec, planned, first=not any(r.batches for r in done.runs))
     seen = first_loader((run,)) if loader is None and run.status is RunStatus.OK else None
     if seen is not None and next_runs.whole_epochs(spec, seen):
@@ -429,22 +431,3 @@ def check_measurable(run: RunResult, python: str | None = None) -> None:
     if run.loaders:
         raise NoLoaderObservedError("the script created a DataLoader but never took a batch from it", NO_LOADER_HINT)
     raise NoLoaderObservedError("the script ended without iterating a torch DataLoader", NO_LOADER_HINT)
-
-
-def environment(runs: Sequence[RunResult], nvml: Nvml | str | None) -> Environment:
-    """The machine the runs ran on, as the report states it."""
-    env = next((r.env for r in runs if r.env.torch is not None), None)
-    cuda = next((r.env.cuda_available for r in runs if r.env.cuda_available is not None), None)
-    gpus: tuple[GpuDevice, ...] = nvml.devices() if isinstance(nvml, Nvml) else ()
-    status = "available" if isinstance(nvml, Nvml) else f"unavailable: {nvml or 'not asked'}"
-    return Environment(
-        python=(env.python if env and env.python else platform.python_version()),
-        torch=env.torch if env else None,
-        cuda_available=cuda,
-        gpus=gpus,
-        cpu_count=next((r.cpu_count for r in runs), None),
-        nvml=status,
-        world_size=next((r.world_size for r in runs if r.world_size), None),
-        nproc_per_node=next((len(r.ranks) for r in runs if r.ranks), None),
-        process_group=next((any(x.env.process_group for x in r.ranks) for r in runs if r.ranks), None),
-    )

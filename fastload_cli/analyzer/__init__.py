@@ -13,6 +13,7 @@ from fastload_cli.analyzer import predict, ranks, sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
+    epoch_batches,
     percentile,
     primary_loader,
     primary_loader_id,
@@ -150,11 +151,17 @@ def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | No
     """The num_workers settings measured among ``runs``: the real run (the script's own setting)
     and every workers=N run, failed ones included (they end a climb)."""
     found = summaries if summaries is not None else [summarize(r) for r in runs]
-    return [
-        sweep.point(s)
+    return sweep.comparable(
+        replace(sweep.point(s), after_first_epoch=after_first_epoch(r))
         for r, s in zip(runs, found, strict=True)
         if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None
-    ]
+    )
+
+
+def after_first_epoch(run: RunResult) -> bool:
+    """``run`` measured after the script's first epoch: its warm-up was one whole epoch or more."""
+    epoch = epoch_batches(primary_loader(run)) if run.batches else None
+    return bool(epoch) and run.warmup_batches >= (epoch or 0)
 
 
 def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:

@@ -117,21 +117,45 @@ def worth_caching(analysis: Analysis) -> bool:
     )
 
 
-def point_batches(spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_batches: int) -> tuple[int, int]:
+def point_batches(
+    spec: ModeSpec, loader: LoaderInfo | None, warmup: int, max_batches: int, *, later: bool = False
+) -> tuple[int, int]:
     """A sweep point's warm-up and measured batches: at start-up every worker delivers its first
     ``prefetch_factor`` batches at once, so those are warm-up; the window holds a few rounds of
     batches from all workers. Where an epoch is too short for a steady window at this setting,
     the window spans ``SWEEP_WHOLE_EPOCHS`` whole epochs, each one's start-up and drain included,
-    after a warm-up of whole epochs (the burst is part of what such epochs cost)."""
+    after a warm-up of whole epochs (the burst is part of what such epochs cost). ``later``: the
+    warm-up is whole epochs whatever the setting (``after_first_epoch``)."""
     workers = spec.workers or 0
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
     batches = max(max_batches, th.SWEEP_ROUNDS * workers)
     epoch = epoch_batches(loader)
-    if epoch and whole_epochs(spec, loader):
-        whole = -(-max(warmup, 1) // epoch)  # no steady window: whole epochs, measured
-        return whole * epoch, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch
+    if epoch and (later or whole_epochs(spec, loader)):
+        lead = -(-max(warmup, 1) // epoch) * epoch
+        if not whole_epochs(spec, loader):  # a steady window in the epoch after the warm-up
+            return lead, batches
+        return lead, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch  # no steady window: whole epochs
     return max(warmup, burst), batches
+
+
+def after_first_epoch(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> bool:
+    """The sweep measures its next settings after the script's first epoch, as it measures those
+    whose epoch has no steady window (their warm-up is whole epochs): once it has measured one,
+    or where the grid asked for or the prediction to verify holds one. The first epoch's workers
+    can run slower than later epochs' (``sweep.comparable``); settings are compared in one part."""
+    loader = first_loader(runs)
+    if not epoch_batches(loader):
+        return False
+    points = sweep_points(runs, summaries)
+    if any(p.after_first_epoch for p in points):
+        return True
+    planned: Sequence[int] = limits.grid or ()
+    current = current_workers(runs)
+    curve = prediction(runs, summaries, limits) if limits.grid is None and limits.guided else None
+    if curve is not None and current is not None:
+        planned = guided.pending(points, sweep_limits_for(limits, runs), current, curve)
+    return any(whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=w), loader) for w in planned)
 
 
 def whole_epochs(spec: ModeSpec, loader: LoaderInfo | None) -> bool:
@@ -159,6 +183,9 @@ def points_batches(
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
     points, current = sweep_points(runs, summaries), current_workers(runs)
+    again = sweep.again_after_first_epoch(points)
+    if again:
+        return sweep.NextSetting(again[0])
     curve = prediction(runs, summaries, limits) if limits.guided else None
     if curve is not None and current is not None:
         return guided.plan(points, sweep_limits_for(limits, runs), current, curve)
@@ -170,10 +197,13 @@ def together(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits:
     (``runner/points.py``), in order; none where fewer than two can. The plan must know them all
     before measuring any (the grid, or the settings that verify a prediction), and each must have
     a steady window inside an epoch: the switch lands mid-epoch, so a setting measured over whole
-    epochs keeps its own run, as does a loader whose workers persist across epochs."""
+    epochs keeps its own run, as do settings measured after the first epoch (``after_first_epoch``)
+    and a loader whose workers persist across epochs."""
     loader = first_loader(runs)
     bounded = sweep_limits_for(limits, runs)
     if not limits.in_process or loader is None or loader.persistent_workers or not bounded.epoch_batches:
+        return ()
+    if after_first_epoch(runs, summaries, limits):  # a switch lands mid-epoch, whichever epoch it is
         return ()
     points, current = sweep_points(runs, summaries), current_workers(runs)
     if limits.grid is not None:

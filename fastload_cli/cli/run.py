@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -23,7 +24,7 @@ from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedErro
 
 if TYPE_CHECKING:
     from fastload_cli.analyzer.gates import Gates
-    from fastload_cli.records import ModeSpec, Report
+    from fastload_cli.records import Environment, ModeSpec, Report, RunResult
     from fastload_cli.reporters import Format
     from fastload_cli.session import CommandRuns, Outcome
 
@@ -127,11 +128,32 @@ def run_command(command: str, base: RunConfig, runs: CommandRuns, out: Output) -
 def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
     """The report, or None when an interrupted command measured no batch at all."""
     from fastload_cli.analyzer.report import build_report
-    from fastload_cli.session import environment
 
     if outcome.interrupted and not any(r.batches for r in outcome.runs):
         return None
-    return build_report(command, base, outcome, environment(outcome.runs, nvml))
+    return build_report(command, base, outcome, _environment(outcome.runs, nvml))
+
+
+def _environment(runs: Sequence[RunResult], nvml: Any) -> Environment:
+    """The machine the runs ran on, as the report states it."""
+    from fastload_cli.records import Environment, GpuDevice
+    from fastload_cli.samplers.gpu import Nvml
+
+    env = next((r.env for r in runs if r.env.torch is not None), None)
+    cuda = next((r.env.cuda_available for r in runs if r.env.cuda_available is not None), None)
+    gpus: tuple[GpuDevice, ...] = nvml.devices() if isinstance(nvml, Nvml) else ()
+    status = "available" if isinstance(nvml, Nvml) else f"unavailable: {nvml or 'not asked'}"
+    return Environment(
+        python=(env.python if env and env.python else platform.python_version()),
+        torch=env.torch if env else None,
+        cuda_available=cuda,
+        gpus=gpus,
+        cpu_count=next((r.cpu_count for r in runs), None),
+        nvml=status,
+        world_size=next((r.world_size for r in runs if r.world_size), None),
+        nproc_per_node=next((len(r.ranks) for r in runs if r.ranks), None),
+        process_group=next((any(x.env.process_group for x in r.ranks) for r in runs if r.ranks), None),
+    )
 
 
 def _run_with_progress(base: RunConfig, runs: CommandRuns, nvml: Any, out: Output) -> Outcome:

@@ -39,10 +39,9 @@ from fastload_cli.records import (
     RunStatus,
     RunSummary,
     Substitution,
-    SweepPoint,
-    SweepResult,
     Verdict,
 )
+from fastload_cli.reporters.sweep_table import sweep_lines
 
 VERDICT_STYLE = {
     Bottleneck.CPU: "bold yellow",
@@ -53,7 +52,6 @@ VERDICT_STYLE = {
     Bottleneck.INCONCLUSIVE: "bold",
 }
 MAX_SUBSTITUTIONS = 12
-CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
 BREAKDOWN_WIDTH = 30  # characters of a breakdown bar at a 100% share
 
 
@@ -110,7 +108,7 @@ def _reading(report: Report) -> list[RenderableType]:
 
 
 def _sweep_section(report: Report) -> list[RenderableType]:
-    return _sweep(report.sweep, report.runs) if report.sweep is not None else []
+    return sweep_lines(report.sweep, report.runs) if report.sweep is not None else []
 
 
 def _fixes_section(report: Report) -> list[RenderableType]:
@@ -229,74 +227,6 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (
 )
 
 
-def _sweep(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[RenderableType]:
-    """One row per setting, then a bar chart of throughput against workers."""
-    table = Table(
-        expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True
-    )
-    table.add_column("workers", no_wrap=True)
-    predicted = dict(result.predicted)
-    for name in (
-        "samples/s",
-        *(["predicted"] if predicted else []),
-        "vs own",
-        "wait",
-        "CPU main/wk",
-        "RSS",
-        "start-up",
-        "step p90",
-    ):
-        table.add_column(name, justify="right", no_wrap=True)
-    own = next((p for p in result.points if p.workers == result.current_workers and p.variant is None), None)
-    own_rate = own.throughput_samples_per_s if own is not None else None
-    for point in result.points:
-        run = next((r for r in reversed(runs) if r.mode == point.mode and r.variant == point.variant), None)
-        rate = point.throughput_samples_per_s
-        spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
-        guess = [num(predicted.get(point.workers))] if predicted else []
-        table.add_row(
-            _point_label(point, result),
-            num(rate) + spread,
-            *guess,
-            f"{rate / own_rate:.2f}x" if rate and own_rate else DASH,
-            pct(point.data_wait_fraction),
-            DASH if run is None else f"{percent(run.main_cpu_percent)}/{percent(run.workers_cpu_percent)}",
-            size(point.rss_bytes),
-            secs(point.startup_s),
-            DASH if run is None else ms(run.step_ms_p90),
-        )
-    lines: list[RenderableType] = [table, _chart(result.points)]
-    lines.append(Text(result.returns))
-    if result.predicted_best is not None:
-        lines.append(Text(_prediction(result), style="dim"))
-    if result.diminishing_at is not None and result.stopped:
-        lines.append(Text(f"The search stopped climbing: {result.stopped}.", style="dim"))
-    lines.append(Text(result.conclusion, style="bold"))
-    heading = f"num_workers sweep (the script's own: {whole(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
-    return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]
-
-
-def _prediction(result: SweepResult) -> str:
-    """Where the prediction said returns end, and how far off it was where it was checked."""
-    off = result.prediction_error
-    checked = f"; off by {100 * off:.0f}% (median) at the settings measured to verify it" if off is not None else ""
-    return f"Predicted from the script's own run: returns end at {result.predicted_best} workers{checked}."
-
-
-def _chart(points: tuple[SweepPoint, ...]) -> Table:
-    """Throughput against workers, one bar per setting."""
-    chart = Table.grid(padding=(0, 1))
-    chart.add_column(justify="right", no_wrap=True)
-    chart.add_column(no_wrap=True)
-    top = max((p.throughput_samples_per_s or 0.0 for p in points), default=0.0)
-    for point in points:
-        rate = point.throughput_samples_per_s
-        bar = "█" * max(1, round(CHART_WIDTH * rate / top)) if rate and top else ""
-        label = str(point.workers) + (f" {point.variant}" if point.variant else "")
-        chart.add_row(label, Text.assemble((bar, "cyan"), f" {num(rate, '/s')}" if rate else " failed"))
-    return chart
-
-
 def _breakdown(found: Breakdown) -> list[RenderableType]:
     """Per-sample milliseconds of each loading step, largest first, with its share as a bar."""
     title = "Where a sample's loading time goes"
@@ -394,16 +324,6 @@ def _batch(batch: BatchInfo) -> list[RenderableType]:
 
 def _short(text: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _point_label(point: SweepPoint, result: SweepResult) -> Text:
-    label = Text(str(point.workers) + (f" {point.variant}" if point.variant else ""))
-    if point.workers == result.current_workers and point.variant is None:
-        label.append(" own", style="dim")
-    chosen = point.workers == result.recommended_workers and point.variant == result.recommended_variant
-    if chosen and result.significant:
-        label.append(" ★", style="bold green")
-    return label
 
 
 def gain(r: Recommendation) -> str:

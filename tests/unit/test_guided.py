@@ -8,6 +8,7 @@ import math
 import pytest
 
 from fastload_cli.analyzer import guided, next_runs, sweep
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.predict import Curve
 from fastload_cli.analyzer.sweep import Limits
 from fastload_cli.records import Mode, ModeSpec
@@ -95,6 +96,25 @@ def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epoch
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 30, 90) == (52, 104)
     # a long epoch keeps the rounds rule: three batches per worker at least
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
+    # after the first epoch: a warm-up of whole epochs whatever the setting, then its own window
+    two = ModeSpec(mode=Mode.WORKERS, workers=2)
+    assert next_runs.point_batches(two, short, 5, 30, later=True) == (25, 30)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30, later=True) == (25, 75)
+    assert next_runs.point_batches(two, b.loader(), 5, 30, later=True) == (312, 30)  # 10,000 samples in 32s
+
+
+def test_a_sweep_measures_after_the_first_epoch_where_it_compares_with_whole_epochs() -> None:
+    own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
+    short = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], dataset_len=25 * 32),))
+    grid = sweep.Limits(grid=(1, 8))
+    # 8 workers leave no steady window in 25 batches: every setting of this grid after the first epoch
+    assert next_runs.after_first_epoch([short], [summarize(short)], grid)
+    assert not next_runs.after_first_epoch([short], [summarize(short)], dataclasses.replace(grid, grid=(1, 3)))
+    assert not next_runs.after_first_epoch([own], [summarize(own)], grid)  # 312-batch epochs: a steady window
+    # once one setting was measured after the first epoch, so is every later one
+    later = dataclasses.replace(short, spec=ModeSpec(mode=Mode.WORKERS, workers=8), warmup_batches=25)
+    runs = [short, later]
+    assert next_runs.after_first_epoch(runs, [summarize(r) for r in runs], dataclasses.replace(grid, grid=(1, 3)))
 
 
 def test_over_whole_epochs_the_search_measures_the_first_setting_of_each_step() -> None:

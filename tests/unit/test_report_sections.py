@@ -150,3 +150,12 @@ def test_the_json_carries_the_findings_beside_the_evidence_with_their_values_rou
     assert [f["sentence"] for f in verdict["findings"]] == verdict["evidence"]
     ceiling = next(f for f in verdict["findings"] if f["kind"] == "ceiling")["values"]["speedup_ceiling"]
     assert ceiling == 3.6364  # 2,909 / 800 samples/s, rounded to the JSON's 4 digits
+
+
+def test_a_sweep_measured_after_the_first_epoch_says_so() -> None:
+    report = full_report()
+    assert report.sweep is not None
+    assert "after the script's first epoch" not in text(*terminal.SECTIONS["sweep"](report))
+    points = tuple(dataclasses.replace(p, after_first_epoch=True) for p in report.sweep.points)
+    later = dataclasses.replace(report, sweep=dataclasses.replace(report.sweep, points=points))
+    assert "Every setting was measured after the script's first epoch" in text(*terminal.SECTIONS["sweep"](later))

@@ -106,11 +106,16 @@ def test_an_interrupted_run_ends_the_sequence(monkeypatch: pytest.MonkeyPatch) -
 
 
 def fake_pipeline(
-    monkeypatch: pytest.MonkeyPatch, own_workers: int = 2, known: bool = True, epoch: int | None = None
+    monkeypatch: pytest.MonkeyPatch,
+    own_workers: int = 2,
+    known: bool = True,
+    epoch: int | None = None,
+    first_epoch: float = 1.0,
 ) -> list[RunConfig]:
     """run_mode replaced by a pipeline whose step takes max(10 ms, 80 ms / workers): loading
     scales with workers until the 10 ms step is the limit (at 8); the synthetic run's step is
-    10 ms. ``known``: the loaders say the script's own setting; ``epoch``: its batches per epoch."""
+    10 ms. ``known``: the loaders say the script's own setting; ``epoch``: its batches per epoch;
+    ``first_epoch``: how much longer a step takes in a run measured inside the first epoch."""
     calls: list[RunConfig] = []
 
     def run_mode(config, nvml, observer):
@@ -119,6 +124,7 @@ def fake_pipeline(
             return points_run(config)
         n = config.spec.workers if config.spec.workers is not None else own_workers
         step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
+        step *= first_epoch if epoch and config.warmup < epoch else 1.0
         batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
         loader = dataclasses.replace(b.loader(num_workers=n), batches_per_epoch=epoch)
         if known and config.spec.mode is Mode.WORKERS:
@@ -207,13 +213,40 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
     # 8 workers: before any run fastload does not know the loader: 16 batches of warm-up and 24
     # measured; the loader then shows epochs of 20 batches, too short for a steady window at 8
     # workers (a burst of 16 and as many drained): measured again, one epoch of warm-up and three
-    # measured whole; 1 worker has a steady window inside an epoch and is measured as planned
-    assert [(c.spec.workers, c.warmup, c.max_batches) for c in calls] == [(8, 16, 24), (8, 20, 60), (1, 5, 20)]
+    # measured whole; 1 worker has a steady window inside an epoch, measured after the first epoch
+    # like the setting it is compared with: one epoch of warm-up, then its window
+    assert [(c.spec.workers, c.warmup, c.max_batches) for c in calls] == [(8, 16, 24), (8, 20, 60), (1, 20, 20)]
     assert any("whole epochs" in note for note in notes)
     # a loader with long epochs needs no second run
     calls = fake_pipeline(monkeypatch, known=False, epoch=200)
     session.run_sweep(runner, sweep.Limits(grid=(8, 1)))
     assert [c.spec.workers for c in calls] == [8, 1]
+
+
+def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the first epoch's steps take half as long again; epochs of 20 batches
+    calls = fake_pipeline(monkeypatch, epoch=20, first_epoch=1.5)
+    notes: list[str] = []
+    runner = session.ModeRunner(
+        dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
+    )
+    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))  # 2 workers, inside the first epoch
+    outcome = session.run_sweep(runner, sweep.Limits(grid=(8,)), done=own)
+    # 8 workers have no steady window in 20 batches: whole epochs after one of warm-up. The
+    # script's own 2, measured inside the first epoch, is measured again after it, once
+    assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 20), (2, 20)]
+    assert any("again after the first epoch" in note for note in notes)
+    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    assert result is not None
+    assert {p.workers: p.after_first_epoch for p in result.points} == {2: True, 8: True}
+    assert result.speedup == pytest.approx(4.0, rel=0.01)  # 10 against 40 ms a batch; 6.0 against the first epoch's 60
+    # long epochs: every setting inside the first epoch, none measured again
+    calls = fake_pipeline(monkeypatch, epoch=2_000, first_epoch=1.5)
+    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))
+    session.run_sweep(runner, sweep.Limits(grid=(8,)), done=own)
+    assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 16)]
 
 
 def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -350,3 +350,33 @@ def test_a_last_allowed_rung_within_noise_of_the_best_is_still_rising() -> None:
     result = sweep.conclude(points, 2, limits, cpu_count=2)
     assert result is not None and result.best_workers == 8 and result.diminishing_at is None
     assert result.reason.startswith("returns had not ended at 9 workers")
+
+
+def test_a_setting_measured_after_the_first_epoch_replaces_its_runs_inside_it() -> None:
+    inside = [pt(2, 100.0), pt(4, 150.0)]
+    later = [dataclasses.replace(pt(8, 240.0), after_first_epoch=True)]
+    # 2 and 4 were measured inside the first epoch, 8 after it: both are measured again, in order
+    assert sweep.again_after_first_epoch([*inside, *later]) == [2, 4]
+    assert sweep.again_after_first_epoch(inside) == []  # all in one part: nothing to measure again
+    again = dataclasses.replace(pt(2, 130.0), after_first_epoch=True)
+    kept = sweep.comparable([*inside, *later, again])
+    assert [(p.workers, p.throughput_samples_per_s) for p in kept] == [(4, 150.0), (8, 240.0), (2, 130.0)]
+    assert sweep.again_after_first_epoch(kept) == [4]
+    # a run after the first epoch that measured nothing leaves the one inside it, and is not redone
+    failed = dataclasses.replace(pt(4, None), after_first_epoch=True)
+    kept = sweep.comparable([*inside, *later, again, failed])
+    assert [(p.workers, p.throughput_samples_per_s) for p in kept] == [(4, 150.0), (8, 240.0), (2, 130.0), (4, None)]
+    assert sweep.again_after_first_epoch(kept) == []
+
+
+def test_settings_left_inside_the_first_epoch_beside_others_after_it_are_a_caveat() -> None:
+    later = [dataclasses.replace(pt(w, 100.0 * (w + 1)), after_first_epoch=True) for w in (2, 8)]
+    result = sweep.conclude([pt(0, 90.0), *later], 2, Limits(), None)
+    assert result is not None
+    assert [c for c in result.caveats if "first epoch" in c] == [
+        "workers=0: measured only inside the script's first epoch and the other settings after it; the first "
+        "epoch's workers can run slower than later epochs', so the comparison is not like with like"
+    ]
+    again = dataclasses.replace(pt(0, 95.0), after_first_epoch=True)
+    result = sweep.conclude([pt(0, 90.0), *later, again], 2, Limits(), None)
+    assert result is not None and not [c for c in result.caveats if "first epoch" in c]
