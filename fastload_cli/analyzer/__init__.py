@@ -13,13 +13,15 @@ from fastload_cli.analyzer import predict, ranks, sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
+    NS,
+    Span,
     epoch_batches,
     percentile,
     primary_loader,
     primary_loader_id,
-    startup_busy_fraction,
     steady_steps,
     summarize,
+    workers_busy_fraction,
 )
 from fastload_cli.analyzer.predict import Curve
 from fastload_cli.analyzer.recommendations import recommend
@@ -162,6 +164,12 @@ def after_first_epoch(run: RunResult) -> bool:
     """``run`` measured after the script's first epoch: its warm-up was one whole epoch or more."""
     epoch = epoch_batches(primary_loader(run)) if run.batches else None
     return bool(epoch) and run.warmup_batches >= (epoch or 0)
+
+
+def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
+    """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
+    CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
+    return workers_busy_fraction(run, starts, sum(end - start for start, end in starts) / NS)
 
 
 def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:

@@ -80,6 +80,14 @@ def startup_burst(loader: LoaderInfo | None) -> int:
     return loader.num_workers * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR)
 
 
+def steady_window(workers: int, factor: int | None, epoch: int) -> bool:
+    """An epoch of ``epoch`` batches leaves a steady window at ``workers``: between the start-up
+    burst (each worker's first ``prefetch_factor`` batches) and the drain of as many, at least
+    ``SWEEP_ROUNDS`` batches per worker and ``MIN_STEADY_BATCHES``. Runs are planned and read by it."""
+    burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
+    return epoch - 2 * burst >= max(th.MIN_STEADY_BATCHES, th.SWEEP_ROUNDS * workers)
+
+
 def epoch_batches(loader: LoaderInfo | None) -> int | None:
     """Batches in one epoch of a map-style dataset: ``len(loader)`` as the script's loader said,
     else the full batches its dataset's length and batch size make."""
@@ -110,7 +118,7 @@ def steady_steps(run: Batches) -> list[Step]:
     burst = startup_burst(loader)
     known = epoch_batches(loader)
     epoch = known or max(Counter(b.iterator_id for b in batches).values(), default=0)
-    if burst > 1 and epoch > 2 * burst + th.MIN_STEADY_BATCHES:
+    if burst > 1 and loader is not None and steady_window(loader.num_workers or 0, loader.prefetch_factor, epoch):
         steps = _steps(run, batches, first=burst, end=known - burst if known else None)
         if len(steps) >= th.MIN_STEADY_BATCHES:
             return steps
@@ -310,12 +318,6 @@ def loader_kernel_fraction(run: RunResult, window: list[Span]) -> float | None:
     if cpu is None or kernel is None or cpu <= 0:
         return None
     return min(1.0, kernel / cpu)
-
-
-def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
-    """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
-    CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
-    return workers_busy_fraction(run, starts, sum(end - start for start, end in starts) / NS)
 
 
 def workers_busy_fraction(run: RunResult, window: list[Span], window_s: float) -> float | None:

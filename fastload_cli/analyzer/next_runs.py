@@ -22,7 +22,7 @@ from fastload_cli.analyzer import (
     sweep_points,
 )
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches
+from fastload_cli.analyzer.metrics import epoch_batches, steady_window
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.records import Bottleneck, FixSpec, LoaderInfo, Mode, ModeSpec, RunResult, RunSummary
 
@@ -165,7 +165,7 @@ def whole_epochs(spec: ModeSpec, loader: LoaderInfo | None) -> bool:
     if not epoch:
         return False
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
-    return (spec.workers or 0) * (2 * (factor or th.DEFAULT_PREFETCH_FACTOR) + th.SWEEP_ROUNDS) > epoch
+    return bool(spec.workers) and not steady_window(spec.workers or 0, factor, epoch)
 
 
 def points_batches(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches
+from fastload_cli.analyzer.metrics import epoch_batches, steady_window
 from fastload_cli.analyzer.predict import Curve, error
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.formatting import capitalised, pct, size
@@ -60,12 +60,13 @@ class Limits:
         ``workers * prefetch_factor`` batches arriving at once and ends draining as many, and
         between the two it must hold a few rounds of one batch per worker for a steady rate."""
         epoch = self.epoch_batches
-        if epoch is None or workers * (2 * self.prefetch_factor + th.SWEEP_ROUNDS) <= epoch:
+        if epoch is None or not workers or steady_window(workers, self.prefetch_factor, epoch):
             return None
+        need = max(th.MIN_STEADY_BATCHES, th.SWEEP_ROUNDS * workers)
         return (
             f"an epoch has {epoch} batches: {workers} workers would prefetch {workers * self.prefetch_factor} "
-            f"of them at its start and drain as many at its end, leaving too few for {th.SWEEP_ROUNDS} "
-            "steady rounds"
+            f"of them at its start and drain as many at its end, leaving fewer than the {need} a steady "
+            "window needs"
         )
 
 

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
+from fastload_cli.analyzer import startup_busy_fraction
 from fastload_cli.analyzer.metrics import (
     Cumulative,
     percentile,
     spans,
-    startup_busy_fraction,
     steady_steps,
     summarize,
 )
@@ -109,6 +109,32 @@ def test_a_run_planned_in_whole_epochs_counts_only_the_epochs_that_ran_whole() -
     # planned, but no epoch ran whole after the warm-up: the batches after it, as they are
     unfinished = dataclasses.replace(run, batches=tuple(epochs[0] + epochs[1][:9]))
     assert len(steady_steps(unfinished)) == 9
+
+
+def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:
+    # 12 workers x 2 prefetched: 24-batch bursts in 62-batch epochs. 14 batches lie between the
+    # burst and the drain, fewer than 3 rounds of 12 workers: the sweep plans such a setting in
+    # whole epochs, and the run is read in whole epochs, each one's start-up included
+    from fastload_cli.analyzer import next_runs
+    from fastload_cli.records import IteratorInfo, Mode, ModeSpec
+
+    starts = (0, 20_000 * MS)
+    epochs = [
+        b.batches([1_500] + [0] * 23 + [30] * 38, 10, iterator_id=i + 1, start_ns=t) for i, t in enumerate(starts)
+    ]
+    loader = dataclasses.replace(b.loader(num_workers=12), dataset_len=62 * 32)
+    assert next_runs.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=12), loader)
+    iterators = tuple(
+        IteratorInfo(loader_id=1, iterator_id=i + 1, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
+        for i, t in enumerate(starts)
+    )
+    run = dataclasses.replace(b.run("real", epochs[0] + epochs[1], loaders=[loader], warmup=62), iterators=iterators)
+    assert len(steady_steps(run)) == 62  # the second epoch whole, not the 14 batches between burst and drain
+    assert summarize(run).wall_s == pytest.approx((1_500 + 23 * 10 + 38 * 40) / 1000)
+    # 8 workers leave 30 batches between, 3 rounds and more: a steady window inside the epoch
+    eight = dataclasses.replace(loader, num_workers=8)
+    assert not next_runs.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=8), eight)
+    assert len(steady_steps(dataclasses.replace(run, loaders=(eight,)))) == 62 - 2 * 16
 
 
 def test_waits_for_a_second_loader_inside_a_step_are_data_wait_too() -> None:
