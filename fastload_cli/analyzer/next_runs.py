@@ -140,19 +140,15 @@ def point_batches(
 
 
 def after_first_epoch(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> bool:
-    """The sweep measures its next settings after the script's first epoch: where an epoch is
-    short (``SWEEP_SHORT_EPOCH_S``), and as it measures those whose epoch has no steady window
-    (their warm-up is whole epochs): once it has measured one, or where the grid asked for or
-    the prediction to verify holds one. The first epoch's workers can run slower than later
-    epochs' (``sweep.comparable``); settings are compared in one part of training."""
+    """The sweep measures its next settings after the script's first epoch, as it measures those
+    whose epoch has no steady window (their warm-up is whole epochs): once it has measured one,
+    or where the grid asked for or the prediction to verify holds one. The first epoch's workers
+    can run slower than later epochs' (``sweep.comparable``); settings are compared in one part."""
     loader = first_loader(runs)
-    epoch = epoch_batches(loader)
-    if not epoch or loader is None:
+    if not epoch_batches(loader):
         return False
     points = sweep_points(runs, summaries)
-    rate = next((p.throughput_samples_per_s for p in sweep.usable(points)), None)  # the first setting's
-    short = rate is not None and epoch * (loader.batch_size or 1) < rate * th.SWEEP_SHORT_EPOCH_S
-    if short or any(p.after_first_epoch for p in points):
+    if any(p.after_first_epoch for p in points):
         return True
     planned: Sequence[int] = limits.grid or ()
     current = current_workers(runs)

@@ -127,10 +127,6 @@ SWEEP_ROUNDS = 3
 WORKER_START_S = 0.02
 # A setting whose epoch leaves no steady window is measured over this many whole epochs.
 SWEEP_WHOLE_EPOCHS = 3
-# An epoch shorter than this (seconds, at the first setting's measured rate) is a small part of
-# training and cheap to warm up past: a sweep measures every setting after the first epoch, whose
-# workers (forked before the script has trained) can run a fifth slower than later epochs'.
-SWEEP_SHORT_EPOCH_S = 5.0
 # Settings a sweep that starts from a prediction measures at most, besides the script's own: the
 # predicted best and its neighbours, and a few more while the measured points keep rising.
 PREDICT_MAX_SETTINGS = 5

@@ -58,8 +58,7 @@ def test_the_first_setting_keeps_the_runs_warm_up_and_later_ones_lead_with_their
 
 
 def test_a_sweep_measures_in_one_run_only_what_it_knows_it_will_measure() -> None:
-    # 500 ms a batch: epochs take 16 s (40 batches) and more, not short enough to warm up past
-    own = b.run("real", b.batches([470] * 60, 30), loaders=[b.loader(num_workers=2)])
+    own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
     runs, summaries = [own], [summarize(own)]
     grid = sweep.Limits(grid=(1, 4, 8), in_process=True)
     assert next_runs.together(runs, summaries, grid) == (1, 4, 8)
