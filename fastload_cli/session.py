@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, split, sweep, sweep_points
+from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, parts, split, sweep, sweep_points
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
@@ -195,7 +195,7 @@ def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome, later: bool 
     setting, the setting is measured again, in whole epochs (``next_runs.point_batches``)."""
     loader = first_loader(done.runs)
     planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches, later=later)
-    if spec.variant is None and spec.workers in sweep.again_after_first_epoch(sweep_points(done.runs, done.summaries)):
+    if spec.variant is None and spec.workers in parts.again_after_first_epoch(sweep_points(done.runs, done.summaries)):
         runner.on_note(spec, "measuring again after the first epoch, like the settings it is compared with")
     run, summary = _point_run(runner, spec, planned, first=not any(r.batches for r in done.runs))
     seen = first_loader((run,)) if loader is None and run.status is RunStatus.OK else None

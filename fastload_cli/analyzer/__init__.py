@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import predict, ranks, sweep, trials
+from fastload_cli.analyzer import parts, predict, ranks, sweep, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
@@ -153,7 +153,7 @@ def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | No
     """The num_workers settings measured among ``runs``: the real run (the script's own setting)
     and every workers=N run, failed ones included (they end a climb)."""
     found = summaries if summaries is not None else [summarize(r) for r in runs]
-    return sweep.comparable(
+    return parts.comparable(
         replace(sweep.point(s), after_first_epoch=after_first_epoch(r))
         for r, s in zip(runs, found, strict=True)
         if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None

@@ -16,6 +16,7 @@ from fastload_cli.analyzer import (
     current_workers,
     first_loader,
     guided,
+    parts,
     prediction,
     sweep,
     sweep_limits_for,
@@ -143,7 +144,7 @@ def after_first_epoch(runs: Sequence[RunResult], summaries: Sequence[RunSummary]
     """The sweep measures its next settings after the script's first epoch, as it measures those
     whose epoch has no steady window (their warm-up is whole epochs): once it has measured one,
     or where the grid asked for or the prediction to verify holds one. The first epoch's workers
-    can run slower than later epochs' (``sweep.comparable``); settings are compared in one part."""
+    can run slower than later epochs' (``parts.comparable``); settings are compared in one part."""
     loader = first_loader(runs)
     if not epoch_batches(loader):
         return False
@@ -183,7 +184,7 @@ def points_batches(
 def next_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> sweep.NextSetting:
     """The num_workers setting the sweep measures next, from the settings measured so far."""
     points, current = sweep_points(runs, summaries), current_workers(runs)
-    again = sweep.again_after_first_epoch(points)
+    again = parts.again_after_first_epoch(points)
     if again:
         return sweep.NextSetting(again[0])
     curve = prediction(runs, summaries, limits) if limits.guided else None

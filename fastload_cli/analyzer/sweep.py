@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fastload_cli.analyzer import parts
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches, steady_window
 from fastload_cli.analyzer.predict import Curve, error
@@ -131,25 +132,6 @@ def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
         within = max((p.spread for p in ok if p.spread is not None), default=0.0)
         merged.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
     return merged
-
-
-def comparable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
-    """``points`` less those a setting measured inside the script's first epoch where it was also
-    measured after it: an epoch's workers are started by the process that trains, and the first
-    epoch's, started before it has trained, can run slower than later epochs' (glibc's malloc
-    thresholds, which they inherit, have not risen yet), so settings are compared in one part."""
-    found = list(points)
-    later = {(p.workers, p.variant) for p in usable(found) if p.after_first_epoch}
-    return [p for p in found if p.after_first_epoch or (p.workers, p.variant) not in later]
-
-
-def again_after_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
-    """Settings measured only inside the first epoch while another was measured after it (over
-    whole epochs, which start after one): each is measured once more, after it, to be compared."""
-    if not any(p.after_first_epoch for p in usable(points)):
-        return []
-    later = {p.workers for p in points if p.after_first_epoch and p.variant is None}
-    return list(dict.fromkeys(p.workers for p in usable(points) if p.variant is None and p.workers not in later))
 
 
 def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
@@ -335,7 +317,7 @@ def conclude(
         diminishing_at=None if rising else knee.workers,
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
         stopped=stopped,
-        caveats=(*whole_epochs(measured, limits), *apart(measured)),
+        caveats=(*whole_epochs(measured, limits), *parts.apart(measured)),
         **_predicted(curve, measured, current),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
@@ -394,19 +376,6 @@ def whole_epochs(measured: dict[int, SweepPoint], limits: Limits) -> tuple[str, 
         "included, so it is not a steady-state rate like the other settings'"
         for w in sorted(measured)
         if w in limits.grid and (why := limits.too_many(w))
-    )
-
-
-def apart(measured: dict[int, SweepPoint]) -> tuple[str, ...]:
-    """Settings measured only inside the script's first epoch beside others measured after it
-    (measuring them again after it failed or was interrupted)."""
-    inside = again_after_first_epoch(list(measured.values()))
-    if not inside:
-        return ()
-    named = ", ".join(f"workers={w}" for w in inside)
-    return (
-        f"{named}: measured only inside the script's first epoch and the other settings after it; the first "
-        "epoch's workers can run slower than later epochs', so the comparison is not like with like",
     )
 
 
