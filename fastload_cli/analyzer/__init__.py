@@ -154,16 +154,16 @@ def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | No
     and every workers=N run, failed ones included (they end a climb)."""
     found = summaries if summaries is not None else [summarize(r) for r in runs]
     return parts.comparable(
-        replace(sweep.point(s), after_first_epoch=after_first_epoch(r))
+        replace(sweep.point(s), after_first_epoch=measured_after_first_epoch(r))
         for r, s in zip(runs, found, strict=True)
         if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None
     )
 
 
-def after_first_epoch(run: RunResult) -> bool:
+def measured_after_first_epoch(run: RunResult) -> bool:
     """``run`` measured after the script's first epoch: its warm-up was one whole epoch or more."""
     epoch = epoch_batches(primary_loader(run)) if run.batches else None
-    return bool(epoch) and run.warmup_batches >= (epoch or 0)
+    return epoch is not None and 0 < epoch <= run.warmup_batches
 
 
 def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:

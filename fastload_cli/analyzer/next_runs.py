@@ -131,13 +131,13 @@ def point_batches(
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
     batches = max(max_batches, th.SWEEP_ROUNDS * workers)
-    epoch = epoch_batches(loader)
-    if epoch and (later or whole_epochs(spec, loader)):
-        lead = -(-max(warmup, 1) // epoch) * epoch
-        if not whole_epochs(spec, loader):  # a steady window in the epoch after the warm-up
-            return lead, batches
-        return lead, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch  # no steady window: whole epochs
-    return max(warmup, burst), batches
+    epoch, whole = epoch_batches(loader), whole_epochs(spec, loader)
+    if not epoch or not (later or whole):
+        return max(warmup, burst), batches
+    lead = -(-max(warmup, 1) // epoch) * epoch
+    if not whole:  # a steady window in the epoch after the warm-up
+        return lead, batches
+    return lead, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch  # no steady window: whole epochs
 
 
 def after_first_epoch(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> bool:
