@@ -13,8 +13,8 @@ from fastload_cli.records import RunSummary, SweepPoint, SweepResult
 
 CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
 AFTER_FIRST_EPOCH = (
-    "Every setting was measured after the script's first epoch, as those an epoch is too short for "
-    "a steady window at are (over whole epochs): the first epoch's workers can run slower than later ones'."
+    "Every setting was measured after the script's first epoch, like those measured over whole epochs: "
+    "the first epoch's workers can run slower than later epochs'."
 )
 
 
