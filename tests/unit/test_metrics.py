@@ -137,6 +137,32 @@ def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:
     assert len(steady_steps(dataclasses.replace(run, loaders=(eight,)))) == 62 - 2 * 16
 
 
+def test_a_window_of_whole_epochs_has_its_epochs_as_the_blocks_of_its_spread() -> None:
+    # 10-batch epochs, 8-batch bursts: read whole. Each epoch takes 200 ms to start, 7 x 10 ms of
+    # burst, 2 x 40 ms: 350 ms. Blocks of two rounds (8 steps) would cut the epochs, one holding a
+    # start-up and another none, and read that as noise; the epochs themselves are alike.
+    from fastload_cli.records import IteratorInfo
+
+    def run_of(startups: list[int]):
+        starts = [i * 5_000 * MS for i in range(len(startups))]
+        epochs = [
+            b.batches([up] + [0] * 7 + [30] * 2, 10, iterator_id=i + 1, start_ns=t)
+            for i, (up, t) in enumerate(zip(startups, starts, strict=True))
+        ]
+        loader = dataclasses.replace(b.loader(num_workers=4), dataset_len=10 * 32)
+        iterators = tuple(
+            IteratorInfo(loader_id=1, iterator_id=i + 1, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
+            for i, t in enumerate(starts)
+        )
+        batches = [batch for epoch in epochs for batch in epoch]
+        return dataclasses.replace(b.run("real", batches, loaders=[loader], warmup=10), iterators=iterators)
+
+    assert summarize(run_of([200, 200, 200, 200])).throughput_spread == pytest.approx(0.0)
+    # the last epoch starts in 550 ms: 700 ms for 320 samples against 350 ms; median 914.3/s
+    spread = summarize(run_of([200, 200, 200, 550])).throughput_spread
+    assert spread == pytest.approx((320 / 0.35 - 320 / 0.70) / 2 / (320 / 0.35))
+
+
 def test_waits_for_a_second_loader_inside_a_step_are_data_wait_too() -> None:
     # zip(loader_a, loader_b): each step waits 10 ms for a, then 20 ms for b, then computes 10 ms
     a, b2 = [], []
