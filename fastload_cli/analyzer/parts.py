@@ -27,24 +27,24 @@ def comparable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     epoch's, started before it has trained, can run slower than later epochs' (glibc's malloc
     thresholds, which they inherit, have not risen yet), so settings are compared in one part."""
     found = list(points)
-    later = {(p.workers, p.variant) for p in _usable(found) if p.after_first_epoch}
+    later = {(p.workers, p.variant) for p in usable(found) if p.after_first_epoch}
     return [p for p in found if p.after_first_epoch or (p.workers, p.variant) not in later]
 
 
 def inside_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
     """Settings measured only inside the first epoch while another was measured after it (over
     whole epochs, which start after one)."""
-    if not any(p.after_first_epoch for p in _usable(points)):
+    if not any(p.after_first_epoch for p in usable(points)):
         return []
     later = {p.workers for p in points if p.after_first_epoch and p.variant is None}
-    return list(dict.fromkeys(p.workers for p in _usable(points) if p.variant is None and p.workers not in later))
+    return list(dict.fromkeys(p.workers for p in usable(points) if p.variant is None and p.workers not in later))
 
 
 def again_after_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
     """Of ``inside_first_epoch``, those the comparison could turn on (within ``FIRST_EPOCH_MARGIN``
     of the fastest setting measured after it): each is measured once more, after it."""
-    top = max((_rate(p) for p in _usable(points) if p.after_first_epoch), default=0.0)
-    rates = {p.workers: _rate(p) for p in _usable(points) if p.variant is None}
+    top = max((throughput(p) for p in usable(points) if p.after_first_epoch), default=0.0)
+    rates = {p.workers: throughput(p) for p in usable(points) if p.variant is None}
     return [w for w in inside_first_epoch(points) if rates[w] * th.FIRST_EPOCH_MARGIN >= top]
 
 
@@ -55,9 +55,10 @@ def apart(measured: dict[int, SweepPoint]) -> tuple[str, ...]:
     return (f"{inside}: {INSIDE_FIRST_EPOCH}",) if inside else ()
 
 
-def _usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+    """The points whose runs measured a throughput."""
     return [p for p in points if p.throughput_samples_per_s is not None]
 
 
-def _rate(p: SweepPoint) -> float:
+def throughput(p: SweepPoint) -> float:
     return p.throughput_samples_per_s or 0.0

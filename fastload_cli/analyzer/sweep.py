@@ -25,6 +25,7 @@ from typing import Any
 from fastload_cli.analyzer import parts
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches, steady_window
+from fastload_cli.analyzer.parts import throughput, usable
 from fastload_cli.analyzer.predict import Curve, error
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.formatting import capitalised, pct, size
@@ -137,14 +138,6 @@ def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
 def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
     """Points without prefetch_factor / pin_memory overrides, one per worker count."""
     return {p.workers: p for p in merge(points) if p.variant is None}
-
-
-def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
-    return [p for p in points if p.throughput_samples_per_s is not None]
-
-
-def throughput(p: SweepPoint) -> float:
-    return p.throughput_samples_per_s or 0.0
 
 
 def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> NextSetting:
