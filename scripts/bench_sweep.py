@@ -177,7 +177,8 @@ def main() -> int:
                     repeats.setdefault(workers, []).append(rate)
         row = compare(case, adaptive, adaptive_wall, repeats, grid_wall, grid_runs)
         best = row["grid_best"]
-        again = rematch(case, pick, best, args.rematch, args.max_batches) if pick != best else {}
+        wanted = args.rematch > 0 and pick is not None and pick != best
+        again = rematch(case, pick, best, args.rematch, args.max_batches) if wanted else {}
         final = again_ratio(again, pick, best) if again else row["chosen_over_grid_best"]
         row.update(rematch=again, rematch_ratio=final if again else None)
         row["target_met"] = final is not None and final >= TARGET

@@ -423,10 +423,9 @@ SPREAD_BLOCKS = 4
 def throughput_spread(steps: list[Step], num_workers: int | None) -> float | None:
     """Half the range of throughput across blocks of the window, relative to their median.
 
-    Workers deliver batches in rounds (one per worker), so a block holds whole rounds. A window
-    counted in whole epochs (each from its ``iter()``: batch 0 in it) has its epochs as blocks: a
-    block that cut an epoch would hold its start-up or not by where it fell. A window too short for
-    two blocks has no spread (None).
+    Workers deliver batches in rounds (one per worker), so a block holds whole rounds; a window of
+    whole epochs (each from its ``iter()``) has its epochs as blocks, as a block that cut one would
+    hold its start-up or not by where it fell. A window too short for two blocks has none (None).
     """
     epochs = [list(group) for _, group in itertools.groupby(steps, key=lambda s: s.batch.iterator_id)]
     blocks = epochs if len(epochs) > 1 and all(e[0].batch.index == 0 for e in epochs) else []
@@ -434,9 +433,10 @@ def throughput_spread(steps: list[Step], num_workers: int | None) -> float | Non
         round_size = max(num_workers or 1, 1)
         size = max(-(-(len(steps) // SPREAD_BLOCKS) // round_size) * round_size, round_size, 2)
         blocks = [steps[i : i + size] for i in range(0, len(steps) - size + 1, size)]
-    if len(blocks) < 2 or any(sum(s.step_ns for s in block) <= 0 for block in blocks):
+    elapsed = [sum(s.step_ns for s in block) for block in blocks]
+    if len(blocks) < 2 or min(elapsed) <= 0:
         return None
-    rates = [sum(s.batch.samples for s in block) / sum(s.step_ns for s in block) for block in blocks]
+    rates = [sum(s.batch.samples for s in block) / ns for block, ns in zip(blocks, elapsed, strict=True)]
     middle = statistics.median(rates)
     return (max(rates) - min(rates)) / 2 / middle if middle > 0 else None
 
