@@ -31,7 +31,11 @@ from fastload_cli.analyzer.metrics import (
 
 
 def settled(run: Batches) -> bool:
-    """The run's throughput estimate is known as well as a comparison needs."""
+    """The run's throughput estimate is known as well as a comparison needs. Never before a batch
+    after its warm-up's next: until then ``steady_steps`` reads the warm-up's batches, as it does
+    for a script that ended inside its warm-up."""
+    if len(loader_batches(run)) <= run.warmup_batches + 1:
+        return False
     steps = steady_steps(run)
     loader = primary_loader(run)
     round_size = max(loader.num_workers if loader is not None else 0, 1)

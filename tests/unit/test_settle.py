@@ -31,6 +31,17 @@ def test_a_regular_step_settles_at_the_floor_of_batches() -> None:
     assert settled(streamed(regular[:12]))  # 10 steady steps
 
 
+def test_a_run_never_settles_on_its_warm_up() -> None:
+    # a warm-up of a whole 25-batch epoch, every step alike. At the first batch after it the
+    # steady window is empty, and reading a finished run's batches after the first instead (what a
+    # script that ended inside its warm-up leaves) would put the warm-up's 24 steps in its place:
+    # the run must go on to 10 steps after its warm-up
+    regular = b.batches([0] * 40, 1000)
+    assert not settled(streamed(regular[:26], warmup=25, requested=55))
+    assert not settled(streamed(regular[:34], warmup=25, requested=55))  # batches 25-33: 9 steps
+    assert settled(streamed(regular[:35], warmup=25, requested=55))  # 10
+
+
 def test_the_floor_covers_every_worker_several_times() -> None:
     # 8 workers: at least 4 rounds of 8 batches, whatever the noise; burst 16 arrives at once first
     regular = b.batches([300] + [0] * 15 + [10] * 60, 20)
