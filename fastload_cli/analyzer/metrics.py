@@ -74,6 +74,11 @@ def loader_batches(run: Batches) -> list[BatchRecord]:
     return [b for b in run.batches if b.loader_id == loader_id][: run.requested_batches]
 
 
+def past_warmup(batches: list[BatchRecord], warmup: int) -> bool:
+    """A window after warm-up holds a step; else it reads the batches after the first instead."""
+    return len(batches) > warmup + 1
+
+
 def startup_burst(loader: LoaderInfo | None) -> int:
     """Batches that arrive at once when an iterator starts: each worker's first prefetch_factor."""
     if loader is None or not loader.num_workers:
@@ -96,9 +101,7 @@ def epoch_batches(loader: LoaderInfo | None) -> int | None:
         return None
     if loader.batches_per_epoch:
         return loader.batches_per_epoch
-    if not loader.dataset_len or not loader.batch_size:
-        return None
-    return loader.dataset_len // loader.batch_size
+    return loader.dataset_len // loader.batch_size if loader.dataset_len and loader.batch_size else None
 
 
 def steady_steps(run: Batches) -> list[Step]:
@@ -143,7 +146,7 @@ def _whole_epochs(steps: list[Step], batches: list[BatchRecord], epoch: int) -> 
 def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
     """Steps after warm-up, from each epoch's batch ``first`` on and before its batch ``end``;
     with ``first`` 0, batch 0's step starts at iter()."""
-    skip = run.warmup_batches if len(batches) > run.warmup_batches + 1 else 1
+    skip = run.warmup_batches if past_warmup(batches, run.warmup_batches) else 1
     previous: dict[int, int] = {it.iterator_id: it.started_ns for it in run.iterators} if first == 0 else {}
     others = _other_waits(run, batches[0].loader_id) if batches else None
     steps = []
@@ -409,24 +412,20 @@ def training_throughput(run: RunResult) -> float | None:
     (each epoch's worker start-up, burst and drain, whatever the script does between epochs): the
     rate training experiences, where the steady window measures the loop's steady state."""
     batches = loader_batches(run)
-    if len(batches) <= run.warmup_batches + 1:
+    if not past_warmup(batches, run.warmup_batches):
         return None
     start = batches[run.warmup_batches - 1].wait_end_ns if run.warmup_batches else batches[0].wait_end_ns
     measured = batches[run.warmup_batches :] if run.warmup_batches else batches[1:]
     return _per_s(sum(b.samples for b in measured), (measured[-1].wait_end_ns - start) / NS)
 
 
-# The window is cut into this many consecutive blocks to see how steady throughput was.
-SPREAD_BLOCKS = 4
+SPREAD_BLOCKS = 4  # the window is cut into this many consecutive blocks to see how steady it was
 
 
 def throughput_spread(steps: list[Step], num_workers: int | None) -> float | None:
-    """Half the range of throughput across blocks of the window, relative to their median.
-
-    Workers deliver batches in rounds (one per worker), so a block holds whole rounds; a window of
-    whole epochs (each from its ``iter()``) has its epochs as blocks, as a block that cut one would
-    hold its start-up or not by where it fell. A window too short for two blocks has none (None).
-    """
+    """Half the range of throughput across blocks of the window (whole rounds of one batch per worker;
+    for a window of whole epochs, its epochs: a block that cut one would hold its start-up or not),
+    relative to their median; None for a window too short for two blocks."""
     epochs = [list(group) for _, group in itertools.groupby(steps, key=lambda s: s.batch.iterator_id)]
     blocks = epochs if len(epochs) > 1 and all(e[0].batch.index == 0 for e in epochs) else []
     if not blocks:

@@ -24,6 +24,7 @@ from fastload_cli.analyzer.metrics import (
     Step,
     epoch_batches,
     loader_batches,
+    past_warmup,
     primary_loader,
     startup_s,
     steady_steps,
@@ -31,10 +32,10 @@ from fastload_cli.analyzer.metrics import (
 
 
 def settled(run: Batches) -> bool:
-    """The run's throughput estimate is known as well as a comparison needs. Never before a batch
-    after its warm-up's next: until then ``steady_steps`` reads the warm-up's batches, as it does
-    for a script that ended inside its warm-up."""
-    if len(loader_batches(run)) <= run.warmup_batches + 1:
+    """The run's throughput estimate is known as well as a comparison needs; never before the run
+    is ``past_warmup``: until then ``steady_steps`` reads the warm-up's batches (as it does for a
+    script that ended inside its warm-up)."""
+    if not past_warmup(loader_batches(run), run.warmup_batches):
         return False
     steps = steady_steps(run)
     loader = primary_loader(run)
