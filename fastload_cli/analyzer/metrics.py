@@ -14,25 +14,25 @@ import bisect
 import itertools
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.counters import Span, foreign_cpu_fraction, role_delta, system_cpu, tree_delta
 from fastload_cli.analyzer.failures import describe_error
 from fastload_cli.analyzer.ranks import job_summary
 from fastload_cli.records import (
     BatchRecord,
     HostSample,
+    IteratorInfo,
     LoaderInfo,
     ProcRole,
-    ProcSample,
     RunResult,
     RunSummary,
     Streamed,
 )
 
 NS = 1e9
-Span = tuple[int, int]  # (start_ns, end_ns)
 Batches = RunResult | Streamed  # a finished run, or what a run in flight has streamed so far
 
 
@@ -41,10 +41,15 @@ class Step:
     batch: BatchRecord
     previous_end_ns: int  # the end of the previous batch's wait, same epoch
     other_wait_ns: int = 0  # waits for other loaders' batches inside this step (zip of two loaders)
+    tail_ns: int = 0  # an epoch counted whole: its last step and its iterator's end, after its last batch
+
+    @property
+    def end_ns(self) -> int:
+        return self.batch.wait_end_ns + self.tail_ns
 
     @property
     def step_ns(self) -> int:
-        return self.batch.wait_end_ns - self.previous_end_ns
+        return self.end_ns - self.previous_end_ns
 
     @property
     def wait_ns(self) -> int:
@@ -129,18 +134,33 @@ def steady_steps(run: Batches) -> list[Step]:
         return _steps(run, batches, first=1)
     if burst > 1:  # epochs too short for a steady state: each one counts whole, its start-up included
         steps = _steps(run, batches, first=0)
-        return _whole_epochs(steps, batches, known) if known and run.warmup_batches % known == 0 else steps
+        if known and run.warmup_batches % known == 0:
+            return _whole_epochs(steps, batches, known, run.iterators)
+        return steps
     return _steps(run, batches, first=1)
 
 
-def _whole_epochs(steps: list[Step], batches: list[BatchRecord], epoch: int) -> list[Step]:
+def _whole_epochs(
+    steps: list[Step], batches: list[BatchRecord], epoch: int, iterators: Iterable[IteratorInfo]
+) -> list[Step]:
     """A run planned in whole epochs (its warm-up is): ``steps`` of the epochs that ran to their
-    end (``epoch`` batches) after it, else ``steps``. A window starting or ending inside an epoch
-    would count its start-up or not by where the warm-up or an early stop fell."""
+    end after it, else ``steps``. A window starting or ending inside an epoch would count its
+    start-up or not by where the warm-up or an early stop fell. An epoch ends where the loop's
+    request past its last batch ended: after that batch's step and the workers' shutdown, which
+    each epoch costs as its start-up does; where the run saw that end for any epoch, only such
+    epochs count, each up to it. Else an epoch ends at its ``epoch``-th batch."""
     counts, measured = Counter(b.iterator_id for b in batches), Counter(s.batch.iterator_id for s in steps)
     whole = {it for it, n in counts.items() if n == epoch and measured[it] == n}
-    kept = [s for s in steps if s.batch.iterator_id in whole]
+    ends = {it.iterator_id: it.ended_ns for it in iterators if it.iterator_id in whole and it.ended_ns is not None}
+    kept = [_to_end(s, ends.get(s.batch.iterator_id), epoch) for s in steps if s.batch.iterator_id in (ends or whole)]
     return kept or steps
+
+
+def _to_end(step: Step, ended_ns: int | None, epoch: int) -> Step:
+    """``step``, up to its epoch's end (``ended_ns``) where it is the epoch's last."""
+    if ended_ns is None or step.batch.index != epoch - 1:
+        return step
+    return replace(step, tail_ns=max(0, ended_ns - step.batch.wait_end_ns))
 
 
 def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
@@ -183,91 +203,10 @@ def spans(steps: list[Step]) -> list[Span]:
     found: list[Span] = []
     for step in steps:
         if found and found[-1][1] == step.previous_end_ns:
-            found[-1] = (found[-1][0], step.batch.wait_end_ns)
+            found[-1] = (found[-1][0], step.end_ns)
         else:
-            found.append((step.previous_end_ns, step.batch.wait_end_ns))
+            found.append((step.previous_end_ns, step.end_ns))
     return found
-
-
-# --------------------------------------------------------------------------------------------
-# Cumulative counters over the window
-# --------------------------------------------------------------------------------------------
-
-
-class Cumulative:
-    """A cumulative counter sampled at times ``t``; linear between samples, flat outside them."""
-
-    def __init__(self, points: Iterable[tuple[int, float]]) -> None:
-        pairs = sorted(points)
-        self.t = [p[0] for p in pairs]
-        self.v = [p[1] for p in pairs]
-
-    def at(self, t_ns: int) -> float:
-        i = bisect.bisect_left(self.t, t_ns)
-        if i == 0:
-            return self.v[0]
-        if i == len(self.t):
-            return self.v[-1]
-        t0, t1, v0, v1 = self.t[i - 1], self.t[i], self.v[i - 1], self.v[i]
-        return v0 + (v1 - v0) * (t_ns - t0) / (t1 - t0) if t1 > t0 else v1
-
-    def over(self, window: list[Span]) -> float:
-        return sum(self.at(end) - self.at(start) for start, end in window)
-
-
-def proc_series(
-    samples: tuple[HostSample, ...], role: ProcRole, value: Callable[[ProcSample], float | None]
-) -> list[Cumulative] | None:
-    """One series per process of ``role``; None when no such process had a readable value."""
-    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for sample in samples:
-        for proc in sample.procs:
-            found = value(proc) if proc.role is role else None
-            if found is not None:
-                points[proc.pid].append((sample.t_ns, found))
-    return [Cumulative(p) for p in points.values()] or None
-
-
-Reading = Callable[[ProcSample], float | None]
-
-
-def role_delta(samples: tuple[HostSample, ...], role: ProcRole, window: list[Span], value: Reading) -> float | None:
-    """How much ``value`` grew over the window, summed over the processes of ``role``."""
-    series = proc_series(samples, role, value)
-    return None if series is None else sum(s.over(window) for s in series)
-
-
-def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Reading) -> float | None:
-    """The same, over the whole process tree."""
-    found = [d for d in (role_delta(samples, role, window, value) for role in ProcRole) if d is not None]
-    return sum(found) if found else None
-
-
-@dataclass(frozen=True, slots=True)
-class SystemCpu:
-    """CPU seconds of the whole machine over a window."""
-
-    busy_s: float
-    iowait_s: float | None  # None where the platform does not report it
-    total_s: float  # busy + idle + iowait: all cores, the whole window
-
-
-def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu | None:
-    if len(samples) < 2 or not window:
-        return None
-    busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
-    idle = Cumulative((s.t_ns, s.system.idle_s) for s in samples).over(window)
-    has_iowait = all(s.system.iowait_s is not None for s in samples)
-    iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else None
-    total = busy + idle + (iowait or 0.0)
-    return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
-
-
-def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None) -> float | None:
-    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
-    if system is None or run_cpu_s is None:
-        return None
-    return min(1.0, max(0.0, system.busy_s - run_cpu_s) / system.total_s)
 
 
 # --------------------------------------------------------------------------------------------

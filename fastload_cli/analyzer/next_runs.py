@@ -125,8 +125,10 @@ def point_batches(
     ``prefetch_factor`` batches at once, so those are warm-up; the window holds a few rounds of
     batches from all workers. Where an epoch is too short for a steady window at this setting,
     the window spans ``SWEEP_WHOLE_EPOCHS`` whole epochs, each one's start-up and drain included,
-    after a warm-up of whole epochs (the burst is part of what such epochs cost). ``later``: the
-    warm-up is whole epochs whatever the setting (``after_first_epoch``)."""
+    after a warm-up of whole epochs (the burst is part of what such epochs cost), and the run
+    takes the first batch of the epoch after them: by then the last one's end (its last step and
+    its workers' shutdown, ``metrics._whole_epochs``) is behind it. ``later``: the warm-up is whole
+    epochs whatever the setting (``after_first_epoch``)."""
     workers = spec.workers or 0
     factor = spec.prefetch_factor or (loader.prefetch_factor if loader is not None else None)
     burst = workers * (factor or th.DEFAULT_PREFETCH_FACTOR)
@@ -137,7 +139,7 @@ def point_batches(
     lead = -(-max(warmup, 1) // epoch) * epoch
     if not whole:  # a steady window in the epoch after the warm-up
         return lead, batches
-    return lead, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch  # no steady window: whole epochs
+    return lead, max(th.SWEEP_WHOLE_EPOCHS, -(-batches // epoch)) * epoch + 1  # no steady window: whole epochs
 
 
 def after_first_epoch(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> bool:

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import Span, primary_loader, primary_loader_id, role_delta
+from fastload_cli.analyzer.counters import Span, role_delta
+from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
 from fastload_cli.records import (
     INTERLEAVED,
     InputSplit,

@@ -39,6 +39,9 @@ class IteratorInfo:
     ready_ns: int  # iter(loader) returned (workers spawned)
     worker_pids: tuple[int, ...]
     reused: bool  # persistent workers: the same iterator reset for a new epoch
+    # The loop's request past the epoch's last batch ended (StopIteration, after the iterator shut
+    # its workers down): the epoch's last step and its teardown lie between its last batch and this.
+    ended_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

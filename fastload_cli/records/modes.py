@@ -222,6 +222,7 @@ class EventKind(enum.Enum):
     LOADER = "loader"  # a DataLoader was constructed: its settings and the overrides applied
     SUBSTITUTION = "substitution"  # a transform replaced (no-aug) or a setting overridden
     ITERATOR = "iterator"  # iter(loader): start/ready times, worker pids
+    EPOCH_END = "epoch-end"  # the loop asked past an epoch's last batch: its iterator ended
     BATCH = "batch"  # one batch delivered where the loop blocks
     LAYOUT = "layout"  # the tensors of a loader's first batch
     ENV = "env"  # torch version, CUDA availability

@@ -104,6 +104,12 @@ class EventCollector:
     def _on_iterator(self, e: dict[str, Any]) -> None:
         self.iterators.append(build(IteratorInfo, e))
 
+    def _on_epoch_end(self, e: dict[str, Any]) -> None:
+        key = (e["loader_id"], e["iterator_id"])
+        for i, it in enumerate(self.iterators):
+            if (it.loader_id, it.iterator_id) == key:
+                self.iterators[i] = replace(it, ended_ns=int(e["ended_ns"]))
+
     def _on_batch(self, e: dict[str, Any]) -> None:
         self.batches.append(build(BatchRecord, e))
         self._per_loader[e["loader_id"]] += 1
@@ -183,6 +189,7 @@ _HANDLERS = {
     EventKind.HELLO: EventCollector._on_hello,
     EventKind.LOADER: EventCollector._on_loader,
     EventKind.ITERATOR: EventCollector._on_iterator,
+    EventKind.EPOCH_END: EventCollector._on_epoch_end,
     EventKind.BATCH: EventCollector._on_batch,
     EventKind.LAYOUT: EventCollector._on_layout,
     EventKind.SUBSTITUTION: EventCollector._on_substitution,

@@ -260,7 +260,16 @@ class Hooks:
             return produce(iterator)
         cpu0, runq0 = self.clock.read()
         start = time.monotonic_ns()
-        batch = produce(iterator)
+        try:
+            batch = produce(iterator)
+        except StopIteration:  # the epoch's end: its last step and the workers' shutdown are behind
+            self.channel.emit(
+                EventKind.EPOCH_END,
+                loader_id=epoch.loader.loader_id,
+                iterator_id=epoch.iterator_id,
+                ended_ns=time.monotonic_ns(),
+            )
+            raise
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
         self._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), synthetic)

@@ -49,6 +49,12 @@ def diagnose(script: str, *script_args: str, modes: str | None = None) -> dict:
     return json.loads(done.stdout)
 
 
+def evidence(report: dict) -> str:
+    """The verdict and the findings it rests on, to read when an assertion on it fails."""
+    verdict = report["verdict"]
+    return "\n".join([f"{verdict['bottleneck']}: {verdict['label']}", *verdict["evidence"], *verdict["caveats"]])
+
+
 def check_runs(report: dict, modes: set[str]) -> None:
     runs = {r["mode"]: r for r in report["runs"]}
     assert set(runs) == modes
@@ -72,7 +78,7 @@ def test_lightning_trainer_fit_with_heavy_augmentation() -> None:
     check_runs(report, {"real", "synthetic", "no-aug"})
     replaced = [s["original"].split("(")[0] for s in report["substitutions"]]
     assert {"RandomResizedCrop", "ColorJitter", "GaussianBlur"} <= set(replaced)
-    assert report["verdict"]["bottleneck"] == "cpu"  # five random transforms on two busy cores
+    assert report["verdict"]["bottleneck"] == "cpu", evidence(report)  # five random transforms on two busy cores
 
 
 @needs_frameworks
@@ -101,12 +107,12 @@ def test_accelerate_prepare_keeps_every_mode() -> None:
     check_runs(report, {"real", "synthetic", "workers=0"})
     workers = {r["mode"]: r["num_workers"] for r in report["runs"]}
     assert workers["workers=0"] == 0  # through the DataLoaderShard accelerate rebuilt
-    assert report["verdict"]["bottleneck"] == "cpu"  # an FFT per sample on two workers
+    assert report["verdict"]["bottleneck"] == "cpu", evidence(report)  # an FFT per sample on two workers
 
 
 def test_imagenet_style_fake_data_with_contended_cores_is_not_called_io() -> None:
     report = diagnose("imagenet_style.py", "-j", "2")
     check_runs(report, {"real", "synthetic", "no-aug"})
-    assert report["verdict"]["bottleneck"] != "io"  # nothing is read: no storage verdict
+    assert report["verdict"]["bottleneck"] != "io", evidence(report)  # nothing is read: no storage verdict
     ids = {r["id"] for r in report["recommendations"]}
     assert "faster-storage" not in ids

@@ -74,3 +74,11 @@ def test_a_breakdown_that_could_not_be_made_says_why() -> None:
     assert collector.breakdown is not None
     assert collector.breakdown.steps == () and collector.breakdown.ms_per_sample is None
     assert collector.breakdown.unavailable.startswith("an IterableDataset")
+
+
+def test_an_epochs_end_is_kept_on_its_iterator() -> None:
+    c = EventCollector()
+    started = dict(kind="iterator", loader_id=1, started_ns=1, ready_ns=2, worker_pids=[], reused=False)
+    c.feed(line(**started, iterator_id=1) + line(**started, iterator_id=2))
+    c.feed(line(kind="epoch-end", loader_id=1, iterator_id=1, ended_ns=50))
+    assert [it.ended_ns for it in c.iterators] == [50, None]

@@ -85,21 +85,22 @@ def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epoch
     # 25-batch epochs: 2 workers leave a steady window (2 x (2 x 2 + 3) = 14 <= 25), 8 do not
     # (8 x 7 = 56): their window spans SWEEP_WHOLE_EPOCHS epochs, 75 batches, after one whole
     # epoch of warm-up (not the 16-batch burst: a window from batch 16 of an epoch would leave
-    # its start-up out)
+    # its start-up out), and the run takes the next epoch's first batch: the last epoch's end
+    # (its last step, its workers' shutdown) is then behind it
     short = dataclasses.replace(b.loader(num_workers=2), dataset_len=25 * 32)
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=2), short, 5, 30) == (5, 30)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (25, 75)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (25, 76)
     # the loader's own length counts the last, partial batch: 26 batches of 1,000 samples in 40s;
     # more batches asked for than three epochs hold are rounded up to whole epochs
     partial = dataclasses.replace(short, dataset_len=1000, batch_size=40, batches_per_epoch=26)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 5, 30) == (26, 78)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 30, 90) == (52, 104)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 5, 30) == (26, 79)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 30, 90) == (52, 105)
     # a long epoch keeps the rounds rule: three batches per worker at least
     assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
     # after the first epoch: a warm-up of whole epochs whatever the setting, then its own window
     two = ModeSpec(mode=Mode.WORKERS, workers=2)
     assert next_runs.point_batches(two, short, 5, 30, later=True) == (25, 30)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30, later=True) == (25, 75)
+    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30, later=True) == (25, 76)
     assert next_runs.point_batches(two, b.loader(), 5, 30, later=True) == (312, 30)  # 10,000 samples in 32s
 
 

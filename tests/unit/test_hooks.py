@@ -116,3 +116,25 @@ def test_the_framework_that_builds_a_loader_is_found_on_the_stack() -> None:
     assert called_from("__main__", "accelerate.accelerator") == "accelerate"
     assert called_from("__main__", "timm.data.loader") == "timm"
     assert called_from("__main__") is None
+
+
+def test_the_loop_asking_past_an_epochs_last_batch_reports_the_epochs_end() -> None:
+    from fastload_cli.runner.hooks import Hooks
+    from fastload_cli.runner.modes import EpochState, LoaderState
+    from tests.unit.test_interleave import Events
+
+    events = Events()
+    hooks = Hooks(channel=events, spec=ChildSpec(mode=ModeSpec(mode=Mode.REAL)))  # type: ignore[arg-type]
+    epoch = EpochState(loader=LoaderState(loader_id=3, collated=True), iterator_id=7)
+    assert hooks.timed(epoch, next, iter([torch.ones(2)]), synthetic=False).shape == (2,)
+    try:
+        hooks.timed(epoch, next, iter([]), synthetic=False)
+    except StopIteration:
+        pass
+    else:
+        raise AssertionError("the end of the epoch must reach the loop")
+    kinds = [kind for kind, _ in events.seen]
+    assert kinds[0] is EventKind.BATCH and kinds[-1] is EventKind.EPOCH_END
+    batch, end = events.seen[0][1], events.seen[-1][1]
+    assert (end["loader_id"], end["iterator_id"]) == (3, 7)
+    assert end["ended_ns"] >= batch["wait_end_ns"]

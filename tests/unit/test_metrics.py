@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from fastload_cli.analyzer import startup_busy_fraction
+from fastload_cli.analyzer.counters import Cumulative
 from fastload_cli.analyzer.metrics import (
-    Cumulative,
     percentile,
     spans,
     steady_steps,
@@ -109,6 +109,43 @@ def test_a_run_planned_in_whole_epochs_counts_only_the_epochs_that_ran_whole() -
     # planned, but no epoch ran whole after the warm-up: the batches after it, as they are
     unfinished = dataclasses.replace(run, batches=tuple(epochs[0] + epochs[1][:9]))
     assert len(steady_steps(unfinished)) == 9
+
+
+def test_an_epoch_counted_whole_runs_to_its_end_past_its_last_batch() -> None:
+    # 12-batch epochs, 8-batch bursts, a warm-up of one whole epoch. After an epoch's last batch
+    # the loop trains on it (10 ms) and the iterator shuts its 4 workers down (60 ms) before the
+    # request past it ends: each epoch costs that, as it costs its start-up. The fourth epoch ran
+    # whole but the run stopped before its end: with the others' ends seen, it is left out.
+    from fastload_cli.records import IteratorInfo
+
+    starts = (0, 5_000 * MS, 10_000 * MS, 15_000 * MS)
+    epochs = [b.batches([200] + [0] * 7 + [30] * 4, 10, iterator_id=i + 1, start_ns=t) for i, t in enumerate(starts)]
+    last = (200 + 7 * 10 + 4 * 40) * MS  # an epoch's last batch, from its iter()
+    loader = dataclasses.replace(b.loader(num_workers=4), dataset_len=12 * 32)
+    iterators = tuple(
+        IteratorInfo(
+            loader_id=1,
+            iterator_id=i + 1,
+            started_ns=t,
+            ready_ns=t,
+            worker_pids=(),
+            reused=False,
+            ended_ns=t + last + 70 * MS if i < 3 else None,
+        )
+        for i, t in enumerate(starts)
+    )
+    batches = [batch for epoch in epochs for batch in epoch]
+    run = dataclasses.replace(b.run("real", batches, loaders=[loader], warmup=12), iterators=iterators)
+    steps = steady_steps(run)
+    assert {s.batch.iterator_id for s in steps} == {2, 3}
+    assert [s.tail_ns for s in steps if s.batch.index == 11] == [70 * MS, 70 * MS]
+    assert spans(steps) == [(t, t + last + 70 * MS) for t in starts[1:3]]
+    s = summarize(run)
+    assert s.wall_s == pytest.approx(2 * 0.5)
+    assert s.throughput_samples_per_s == pytest.approx(2 * 12 * 32 / 1.0)
+    # no end seen (a loop that never asks past an epoch's last batch): epochs end at that batch
+    blind = dataclasses.replace(run, iterators=tuple(dataclasses.replace(it, ended_ns=None) for it in iterators))
+    assert summarize(blind).wall_s == pytest.approx(3 * last / 1e9)
 
 
 def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:

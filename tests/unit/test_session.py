@@ -213,9 +213,10 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
     # 8 workers: before any run fastload does not know the loader: 16 batches of warm-up and 24
     # measured; the loader then shows epochs of 20 batches, too short for a steady window at 8
     # workers (a burst of 16 and as many drained): measured again, one epoch of warm-up and three
-    # measured whole; 1 worker has a steady window inside an epoch, measured after the first epoch
-    # like the setting it is compared with: one epoch of warm-up, then its window
-    assert [(c.spec.workers, c.warmup, c.max_batches) for c in calls] == [(8, 16, 24), (8, 20, 60), (1, 20, 20)]
+    # measured whole, with the next epoch's first batch (the third's end behind it); 1 worker has a
+    # steady window inside an epoch, measured after the first epoch like the setting it is compared
+    # with: one epoch of warm-up, then its window
+    assert [(c.spec.workers, c.warmup, c.max_batches) for c in calls] == [(8, 16, 24), (8, 20, 61), (1, 20, 20)]
     assert any("whole epochs" in note for note in notes)
     # a loader with long epochs needs no second run
     calls = fake_pipeline(monkeypatch, known=False, epoch=200)

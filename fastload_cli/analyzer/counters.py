@@ -1,0 +1,90 @@
+"""Cumulative counters sampled outside the child (CPU seconds, bytes read, the machine's CPU
+time), read over a window: a difference of values interpolated at the window's edges, summed
+over the window's spans. Pure functions of the host samples."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from fastload_cli.records import HostSample, ProcRole, ProcSample
+
+Span = tuple[int, int]  # (start_ns, end_ns)
+
+
+class Cumulative:
+    """A cumulative counter sampled at times ``t``; linear between samples, flat outside them."""
+
+    def __init__(self, points: Iterable[tuple[int, float]]) -> None:
+        pairs = sorted(points)
+        self.t = [p[0] for p in pairs]
+        self.v = [p[1] for p in pairs]
+
+    def at(self, t_ns: int) -> float:
+        i = bisect.bisect_left(self.t, t_ns)
+        if i == 0:
+            return self.v[0]
+        if i == len(self.t):
+            return self.v[-1]
+        t0, t1, v0, v1 = self.t[i - 1], self.t[i], self.v[i - 1], self.v[i]
+        return v0 + (v1 - v0) * (t_ns - t0) / (t1 - t0) if t1 > t0 else v1
+
+    def over(self, window: list[Span]) -> float:
+        return sum(self.at(end) - self.at(start) for start, end in window)
+
+
+def proc_series(
+    samples: tuple[HostSample, ...], role: ProcRole, value: Callable[[ProcSample], float | None]
+) -> list[Cumulative] | None:
+    """One series per process of ``role``; None when no such process had a readable value."""
+    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for sample in samples:
+        for proc in sample.procs:
+            found = value(proc) if proc.role is role else None
+            if found is not None:
+                points[proc.pid].append((sample.t_ns, found))
+    return [Cumulative(p) for p in points.values()] or None
+
+
+Reading = Callable[[ProcSample], float | None]
+
+
+def role_delta(samples: tuple[HostSample, ...], role: ProcRole, window: list[Span], value: Reading) -> float | None:
+    """How much ``value`` grew over the window, summed over the processes of ``role``."""
+    series = proc_series(samples, role, value)
+    return None if series is None else sum(s.over(window) for s in series)
+
+
+def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Reading) -> float | None:
+    """The same, over the whole process tree."""
+    found = [d for d in (role_delta(samples, role, window, value) for role in ProcRole) if d is not None]
+    return sum(found) if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class SystemCpu:
+    """CPU seconds of the whole machine over a window."""
+
+    busy_s: float
+    iowait_s: float | None  # None where the platform does not report it
+    total_s: float  # busy + idle + iowait: all cores, the whole window
+
+
+def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu | None:
+    if len(samples) < 2 or not window:
+        return None
+    busy = Cumulative((s.t_ns, s.system.busy_s) for s in samples).over(window)
+    idle = Cumulative((s.t_ns, s.system.idle_s) for s in samples).over(window)
+    has_iowait = all(s.system.iowait_s is not None for s in samples)
+    iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else None
+    total = busy + idle + (iowait or 0.0)
+    return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
+
+
+def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None) -> float | None:
+    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
+    if system is None or run_cpu_s is None:
+        return None
+    return min(1.0, max(0.0, system.busy_s - run_cpu_s) / system.total_s)
