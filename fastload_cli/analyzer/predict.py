@@ -17,7 +17,8 @@ parallelism from the rates of the stages instead of walking up a ladder:
 ``1 / (1/consumer + load time per sample)`` for ``n = 0``. Where an epoch is too short for a
 steady window at ``n`` (the sweep then measures whole epochs), each epoch also pays its start-up:
 the main process starting ``n`` workers one by one, then one worker's first batch (both read
-from the script's own run's first batch after ``iter()``). The setting to try first is the fewest
+from the script's own run's first batch after ``iter()``), and at its end the shutdown of its
+``n`` workers (``WORKER_STOP_S`` each). The setting to try first is the fewest
 workers within ``SWEEP_PREFER_FEWER_WITHIN`` of the highest predicted throughput: there returns
 end. The storage system's own limit and the memory per worker are not predicted: the measured
 points show the first, and the sweep's memory budget caps the second. Pure functions.
@@ -133,7 +134,7 @@ def predict(r: Rates, max_workers: int, epochs: Epochs | None = None) -> Curve:
         per_worker = r.worker_per_s if r.bound or n <= r.measured_at else math.inf
         steady = min(consumer, n * per_worker, cores)
         if epochs is not None and n >= epochs.whole_from and math.isfinite(steady):
-            steady = epochs.samples / (r.first_batch_s + n * r.fork_s + epochs.samples / steady)
+            steady = epochs.samples / (r.first_batch_s + n * (r.fork_s + th.WORKER_STOP_S) + epochs.samples / steady)
         points.append((n, steady))
     finite = [(n, rate) for n, rate in points if math.isfinite(rate)]
     if not finite:

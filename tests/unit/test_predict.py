@@ -96,8 +96,8 @@ def test_nothing_measured_nothing_predicted() -> None:
 def test_short_epochs_pay_each_start_up_at_the_settings_measured_over_whole_epochs() -> None:
     # 2 workers at 234 samples/s, 40-sample batches: one worker's first batch takes 40 / 117 =
     # 0.342 s, and a 0.373 s start-up leaves 0.031 s for starting 2 workers: 15.5 ms each.
-    # An epoch of 1,000 samples at 16 workers: 0.342 + 16 x 0.0155 s of start-up, then 1,000
-    # samples at the steady 1,872 samples/s (16 x 117).
+    # An epoch of 1,000 samples at 16 workers: 0.342 + 16 x 0.0155 s of start-up, 1,000 samples
+    # at the steady 1,872 samples/s (16 x 117), then 16 workers shut down at WORKER_STOP_S each.
     run = dataclasses.replace(own(234, 0.96, 2, main_cpu=10, workers_cpu=9), samples=400, batches=10, startup_s=0.373)
     r = rates(run, 5000.0, cores=2)
     assert r is not None
@@ -105,7 +105,7 @@ def test_short_epochs_pay_each_start_up_at_the_settings_measured_over_whole_epoc
     steady = predict(r, max_workers=32)
     short = predict(r, max_workers=32, epochs=Epochs(samples=1000, whole_from=3))
     assert short.at(2) == steady.at(2)  # measured in a steady window: no start-up in it
-    epoch_s = r.first_batch_s + 16 * r.fork_s + 1000 / (16 * 117)
+    epoch_s = r.first_batch_s + 16 * r.fork_s + 1000 / (16 * 117) + 16 * th.WORKER_STOP_S
     assert short.at(16) == pytest.approx(1000 / epoch_s, rel=1e-3)
     assert short.at(16) < 0.6 * steady.at(16)  # the start-up costs as much as the epoch's loading
     assert short.best > 8 and short.at(32) < short.at(short.best) * 1.03  # more workers start slower
