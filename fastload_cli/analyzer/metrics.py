@@ -133,11 +133,21 @@ def steady_steps(run: Batches) -> list[Step]:
             return steps
         return _steps(run, batches, first=1)
     if burst > 1:  # epochs too short for a steady state: each one counts whole, its start-up included
-        steps = _steps(run, batches, first=0)
+        steps = _to_ends(_steps(run, batches, first=0), run.iterators)
         if known and run.warmup_batches % known == 0:
             return _whole_epochs(steps, batches, known, run.iterators)
         return steps
     return _steps(run, batches, first=1)
+
+
+def _to_ends(steps: list[Step], iterators: Iterable[IteratorInfo]) -> list[Step]:
+    """``steps``, the last of each epoch that ended running to that end: where the loop's request
+    past the epoch's last batch ended, after that batch's step and the iterator's shutdown of its
+    workers, which each epoch costs as it costs its start-up."""
+    ends = {it.iterator_id: it.ended_ns for it in iterators if it.ended_ns is not None}
+    last = {s.batch.iterator_id: i for i, s in enumerate(steps)}
+    tails = {i: ends[it] - steps[i].batch.wait_end_ns for it, i in last.items() if it in ends}
+    return [replace(s, tail_ns=max(0, tails[i])) if i in tails else s for i, s in enumerate(steps)]
 
 
 def _whole_epochs(
@@ -145,22 +155,14 @@ def _whole_epochs(
 ) -> list[Step]:
     """A run planned in whole epochs (its warm-up is): ``steps`` of the epochs that ran to their
     end after it, else ``steps``. A window starting or ending inside an epoch would count its
-    start-up or not by where the warm-up or an early stop fell. An epoch ends where the loop's
-    request past its last batch ended: after that batch's step and the workers' shutdown, which
-    each epoch costs as its start-up does; where the run saw that end for any epoch, only such
-    epochs count, each up to it. Else an epoch ends at its ``epoch``-th batch."""
+    start-up or not by where the warm-up or an early stop fell. Where the run saw an epoch end
+    (``_to_ends``), only the epochs it saw end count: one stopped after its last batch but before
+    its end would leave out the step and the shutdown the others count."""
     counts, measured = Counter(b.iterator_id for b in batches), Counter(s.batch.iterator_id for s in steps)
     whole = {it for it, n in counts.items() if n == epoch and measured[it] == n}
-    ends = {it.iterator_id: it.ended_ns for it in iterators if it.iterator_id in whole and it.ended_ns is not None}
-    kept = [_to_end(s, ends.get(s.batch.iterator_id), epoch) for s in steps if s.batch.iterator_id in (ends or whole)]
+    ended = whole & {it.iterator_id for it in iterators if it.ended_ns is not None}
+    kept = [s for s in steps if s.batch.iterator_id in (ended or whole)]
     return kept or steps
-
-
-def _to_end(step: Step, ended_ns: int | None, epoch: int) -> Step:
-    """``step``, up to its epoch's end (``ended_ns``) where it is the epoch's last."""
-    if ended_ns is None or step.batch.index != epoch - 1:
-        return step
-    return replace(step, tail_ns=max(0, ended_ns - step.batch.wait_end_ns))
 
 
 def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
