@@ -106,9 +106,10 @@ class EventCollector:
 
     def _on_epoch_end(self, e: dict[str, Any]) -> None:
         key = (e["loader_id"], e["iterator_id"])
-        for i, it in enumerate(self.iterators):
-            if (it.loader_id, it.iterator_id) == key:
-                self.iterators[i] = replace(it, ended_ns=int(e["ended_ns"]))
+        for i in range(len(self.iterators) - 1, -1, -1):  # the epoch that ends is the latest, as a rule
+            if (self.iterators[i].loader_id, self.iterators[i].iterator_id) == key:
+                self.iterators[i] = replace(self.iterators[i], ended_ns=int(e["ended_ns"]))
+                return
 
     def _on_batch(self, e: dict[str, Any]) -> None:
         self.batches.append(build(BatchRecord, e))
