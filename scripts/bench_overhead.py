@@ -48,8 +48,8 @@ def per_batch(n=600):
     return (time.perf_counter_ns() - t) / n
 plain = statistics.median(per_batch() for _ in range(9))
 from fastload_cli.records import ChildSpec
-from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.hooks import install
+from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.hooks import install
 install(Channel(os.open(os.devnull, os.O_WRONLY)), ChildSpec())
 hooked = statistics.median(per_batch() for _ in range(9))
 print((hooked - plain) / 1000)

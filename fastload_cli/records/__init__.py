@@ -5,7 +5,8 @@ frozen dataclasses. Units are in field names; missing measurements are ``None`` 
 in a caveat), never 0. The package imports nothing from fastload and nothing outside the stdlib,
 so the child process can use it too.
 
-- ``modes``: what a run is asked to do (modes, the child's specification) and how the child speaks.
+- ``modes``: what a run is asked to do (modes, the child's specification) and the events the child sends.
+- ``protocol``: how parent and child speak: bootstrap commands, signals, environment names.
 - ``measured``: what one run measured (the child's events, the parent's samples): ``RunResult``.
 - ``report``: what the analyzer derives and the reporters render: ``Report``.
 - ``comparison``: two reports side by side: ``Comparison``.
@@ -43,9 +44,6 @@ from fastload_cli.records.measured import (
     setting_location,
 )
 from fastload_cli.records.modes import (
-    CHANNEL_DIR_ENV,
-    CHANNEL_FD_ENV,
-    RUN_ID_ENV,
     SCHEMA,
     Bottleneck,
     ChildSpec,
@@ -57,6 +55,7 @@ from fastload_cli.records.modes import (
     RunStatus,
     StopReason,
 )
+from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, RUN_ID_ENV
 from fastload_cli.records.report import (
     INTERLEAVED,
     SEPARATE_RUNS,

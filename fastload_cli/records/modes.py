@@ -230,12 +230,3 @@ class EventKind(enum.Enum):
     END = "end"  # the child is leaving: why, and its exit code
     BREAKDOWN = "breakdown"  # per-step loading time of a sample of items (the breakdown run)
     PHASE = "phase"  # the split run: from this batch on, the samples take this pipeline (points: setting)
-
-
-# Environment variable carrying the event channel's file descriptor to the child.
-CHANNEL_FD_ENV = "FASTLOAD_EVENT_FD"
-# A data-parallel job's ranks cannot inherit a descriptor through the launcher: each opens the FIFO
-# named ``events.<LOCAL_RANK>`` in the folder this variable names.
-CHANNEL_DIR_ENV = "FASTLOAD_EVENT_DIR"
-# Environment variable every process of a run inherits; lets tests and cleanup find strays.
-RUN_ID_ENV = "FASTLOAD_RUN_ID"

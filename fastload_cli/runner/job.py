@@ -35,7 +35,7 @@ from fastload_cli.records import (
     RunStatus,
     StopReason,
 )
-from fastload_cli.runner.child import STOP_SIGNAL
+from fastload_cli.records.protocol import STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.launch import GpuReadings, HostReadings, _Run, _signal_name, child_command, ended
 

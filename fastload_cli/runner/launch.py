@@ -36,8 +36,8 @@ from fastload_cli.records import (
     StopReason,
     Streamed,
 )
+from fastload_cli.records.protocol import BOOTSTRAP, NEXT_SIGNAL, STACK_FILE_ENV, STOP_SIGNAL
 from fastload_cli.runner import warm
-from fastload_cli.runner.child import BOOTSTRAP, NEXT_SIGNAL, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.processes import (
     ChildProcess,
@@ -48,7 +48,7 @@ from fastload_cli.runner.processes import (
     terminate_strays,
     wait,
 )
-from fastload_cli.runner.stacks import STACK_FILE_ENV, StackProbe
+from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, cpu_count, oom_kills
 from fastload_cli.samplers.pyspy import PySpy

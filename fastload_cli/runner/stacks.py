@@ -1,44 +1,27 @@
 """Where the script's main thread was when a run timed out: its Python stack, read without the
 script's help.
 
-The child registers ``faulthandler`` on ``STACK_SIGNAL``, writing to a file the parent names in
-``STACK_FILE_ENV``. faulthandler dumps from a C-level signal handler, so the stack arrives even
-while the main thread is blocked in C (a collective, a lock, a socket read), when no Python signal
-handler could run. The file starts with the main thread's id, so the parent can pick its stack
-among the others (workers' pin-memory thread, the script's own threads).
+The child registers ``faulthandler`` on ``STACK_SIGNAL`` (``runner/child/stacks.py``), writing
+to a file the parent names in ``STACK_FILE_ENV``. faulthandler dumps from a C-level signal
+handler, so the stack arrives even while the main thread is blocked in C (a collective, a lock,
+a socket read), when no Python signal handler could run. The file starts with the main thread's
+id, so the parent can pick its stack among the others (workers' pin-memory thread, the script's
+own threads).
 """
 
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import os
 import re
-import signal
 import tempfile
-import threading
 import time
-from typing import IO
 
-STACK_SIGNAL = signal.SIGRTMIN + 2  # next to the stop signal; training scripts do not use it
-STACK_FILE_ENV = "FASTLOAD_STACK_FILE"
+from fastload_cli.records.protocol import STACK_SIGNAL
+
 WAIT_S = 0.5  # how long the parent waits for the dump to appear
 _THREAD = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
-_handle: list[IO[str]] = []  # the child's open dump file, kept alive for faulthandler
-
-
-def register_in_child() -> None:
-    """In the child: dump every thread's stack to the parent's file on ``STACK_SIGNAL``."""
-    path = os.environ.pop(STACK_FILE_ENV, None)
-    if not path:
-        return
-    with contextlib.suppress(OSError, ValueError, RuntimeError):
-        handle = open(path, "w")  # noqa: SIM115 (faulthandler writes to it until the process ends)
-        handle.write(f"main {threading.main_thread().ident:#x}\n")
-        handle.flush()
-        faulthandler.register(STACK_SIGNAL, file=handle, all_threads=True, chain=False)
-        _handle.append(handle)
 
 
 class StackProbe:

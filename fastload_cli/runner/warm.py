@@ -5,7 +5,8 @@ timm, Lightning or transformers) costs each one seconds before the script's firs
 starter pays that once per command: a process that imports them, then forks one child per run on
 request. The forked child is a run like a cold one: its own session, its output and events on the
 pipes the parent made, its environment and working directory as the parent gives them, and the
-script run by ``child.main`` as ``python script.py`` would. The starter reports its exit status.
+script run by ``child.main.main`` as ``python script.py`` would. The starter
+(``runner/child/starter.py``) reports its exit status.
 The starter is single-threaded in Python when it forks; native thread pools that the imports
 start (OpenBLAS's) are forked beside, as every DataLoader worker is.
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -30,19 +30,15 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
-from fastload_cli.records import CHANNEL_FD_ENV
+from fastload_cli.records.protocol import PRELOADS_ENV, STARTER, WARM_FD_ENV, WARM_START_ENV
 
-WARM_FD_ENV = "FASTLOAD_WARM_FD"  # the starter's end of its socket with the parent
-WARM_START_ENV = "FASTLOAD_WARM_START"  # "0": every run starts cold
 READY_TIMEOUT_S = 120.0  # importing the libraries: slow disks and first imports (.pyc) take long
-REAP_S = 0.02  # how often the starter looks for children that exited
 MAX_MESSAGE = 1 << 20
-PR_SET_CHILD_SUBREAPER = 36
+WAIT_POLL_S = 0.02  # how often a forked run's exit status is looked for
 # What the starter imports when the script's own source imports it (anywhere in the file).
 PRELOADS = (
     "torch",
@@ -56,7 +52,6 @@ PRELOADS = (
     "accelerate",
 )
 SETS_ENVIRONMENT = re.compile(r"\b(environ|putenv)\b")
-STARTER = "import sys; sys.path.insert(0, sys.argv[1]); from fastload_cli.runner.warm import serve; serve()"
 
 
 class WarmStartFailed(Exception):
@@ -111,7 +106,7 @@ class ForkedProcess:
         while (code := self.poll()) is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-            time.sleep(REAP_S)
+            time.sleep(WAIT_POLL_S)
         return code
 
     def send_signal(self, sig: int) -> None:
@@ -130,7 +125,7 @@ class WarmStarter:
 
     def __init__(self, python: str, package_parent: str, preloads: tuple[str, ...]) -> None:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**os.environ, WARM_FD_ENV: str(theirs.fileno()), "FASTLOAD_PRELOADS": ",".join(preloads)}
+        env = {**os.environ, WARM_FD_ENV: str(theirs.fileno()), PRELOADS_ENV: ",".join(preloads)}
         try:
             self.proc = subprocess.Popen(
                 [python, "-c", STARTER, package_parent],
@@ -241,109 +236,3 @@ def close_all() -> None:
     for found in _STARTERS.values():
         found.close()
     _STARTERS.clear()
-
-
-# --------------------------------------------------------------------------------------------
-# The starter's side (a process of its own; it imports the preloads, then forks runs)
-# --------------------------------------------------------------------------------------------
-
-
-def serve() -> NoReturn:
-    """Import the preloads, say ready, then fork a run per request until the parent goes."""
-    from fastload_cli.runner import child  # before the fork: every run shares the import
-
-    child.die_with_parent()
-    _adopt_orphans()
-    sock = socket.socket(fileno=int(os.environ.pop(WARM_FD_ENV)))
-    names = [n for n in os.environ.pop("FASTLOAD_PRELOADS", "").split(",") if n]
-    try:
-        for name in names:
-            __import__(name)
-    except BaseException as exc:  # the script would fail the same way, cold: let it say so itself
-        _reply(sock, {"error": f"importing {name}: {type(exc).__name__}: {exc}"})
-        os._exit(1)
-    import threading
-
-    # Forking copies one thread: a Python thread's locks would stay held in the run. Native pools
-    # (OpenBLAS's, started by importing numpy) are what every DataLoader worker is forked beside.
-    if threading.active_count() > 1:
-        running = ", ".join(t.name for t in threading.enumerate())
-        _reply(sock, {"error": f"importing {', '.join(names)} left Python threads running ({running})"})
-        os._exit(1)
-    _reply(sock, {"ready": True})
-    children: set[int] = set()
-    while True:
-        ready, _, _ = select.select([sock], [], [], REAP_S)
-        if ready:
-            message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-            if not message:  # the parent is gone
-                os._exit(0)
-            pid = os.fork()
-            if pid == 0:
-                _become_run(sock, json.loads(message), fds, child.main)
-            for fd in fds:
-                os.close(fd)
-            children.add(pid)
-            _reply(sock, {"started": pid})
-        _reap(sock, children)
-
-
-def _adopt_orphans() -> None:
-    """Become the subreaper of the runs: what a run orphans (a worker whose parent died) is
-    adopted here, where the parent finds and terminates it, rather than by init."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _reap(sock: socket.socket, children: set[int]) -> None:
-    """Collect every child that exited (adopted orphans too); report the runs'."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not pid:
-            return
-        if pid in children:
-            children.discard(pid)
-            _reply(sock, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
-
-
-def _reply(sock: socket.socket, message: dict[str, Any]) -> None:
-    with contextlib.suppress(OSError):
-        sock.send(json.dumps(message).encode())
-
-
-def _become_run(sock: socket.socket, request: dict[str, Any], fds: list[int], main: Any) -> NoReturn:
-    """In the forked child: the run's session, output, environment and directory, then the run."""
-    try:
-        sock.close()
-        os.setsid()
-        stdout_fd, event_fd = fds
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(stdout_fd, 1)
-        os.dup2(stdout_fd, 2)
-        os.close(null)
-        os.close(stdout_fd)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.environ[CHANNEL_FD_ENV] = str(event_fd)
-        sys.argv = ["-c", *request["argv"]]
-        _reseed()
-    except BaseException:
-        os._exit(70)
-    main()
-    os._exit(0)  # main() leaves by itself; never back into the starter's loop
-
-
-def _reseed() -> None:
-    """Fresh random state, as a process started cold has (the fork copied the starter's)."""
-    import random
-
-    random.seed()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        with contextlib.suppress(Exception):
-            numpy.random.seed()

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 def test_synthetic_copies_keep_pinned_memory_pinned() -> None:
     import torch
 
-    from fastload_cli.runner.batches import batch_layout, copy_batch
+    from fastload_cli.runner.child.batches import batch_layout, copy_batch
 
     batch = (torch.randn(4, 3).pin_memory(), torch.arange(4).pin_memory())
     copied = copy_batch(batch)

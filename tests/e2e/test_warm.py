@@ -19,7 +19,7 @@ SCRIPT = SCRIPTS / "warm_check.py"
 def starters() -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
-        if any("fastload_cli.runner.warm import serve" in part for part in proc.info["cmdline"] or ()):
+        if any("fastload_cli.runner.child.starter import serve" in part for part in proc.info["cmdline"] or ()):
             found.append(proc)
     return found
 

@@ -12,7 +12,7 @@ from torchvision import datasets
 from torchvision import transforms as v1
 from torchvision.transforms import v2
 
-from fastload_cli.runner import breakdown
+from fastload_cli.runner.child import breakdown
 
 
 class Images(Dataset):

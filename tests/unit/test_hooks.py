@@ -9,8 +9,8 @@ from collections import namedtuple
 import torch
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
-from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, copy_batch
-from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.child.batches import batch_layout, batch_size_and_bytes, copy_batch
+from fastload_cli.runner.child.channel import Channel
 
 Pair = namedtuple("Pair", "image label")
 
@@ -54,7 +54,7 @@ def test_copies_are_fresh_and_equal_for_every_container() -> None:
 
 
 def batch_layout_tensors(batch):
-    from fastload_cli.runner.batches import tensor_leaves
+    from fastload_cli.runner.child.batches import tensor_leaves
 
     return list(tensor_leaves(batch))
 
@@ -94,7 +94,7 @@ def test_options_round_trip() -> None:
 
 def test_a_huge_list_in_a_batch_is_not_walked_in_full() -> None:
     batch = (torch.zeros(4, 2), ["file.jpg"] * 1_000_000)
-    from fastload_cli.runner.batches import tensor_leaves
+    from fastload_cli.runner.child.batches import tensor_leaves
 
     assert [path for path, _ in tensor_leaves(batch)] == ["[0]"]
 
@@ -102,7 +102,7 @@ def test_a_huge_list_in_a_batch_is_not_walked_in_full() -> None:
 def test_the_framework_that_builds_a_loader_is_found_on_the_stack() -> None:
     import sys
 
-    from fastload_cli.runner.hooks import framework_on_stack
+    from fastload_cli.runner.child.hooks import framework_on_stack
 
     def called_from(*modules: str) -> str | None:
         """framework_on_stack as seen from code in ``modules``, outermost first."""
@@ -119,8 +119,8 @@ def test_the_framework_that_builds_a_loader_is_found_on_the_stack() -> None:
 
 
 def test_the_loop_asking_past_an_epochs_last_batch_reports_the_epochs_end() -> None:
-    from fastload_cli.runner.hooks import Hooks
-    from fastload_cli.runner.modes import EpochState, LoaderState
+    from fastload_cli.runner.child.hooks import Hooks
+    from fastload_cli.runner.child.modes import EpochState, LoaderState
     from tests.unit.test_interleave import Events
 
     events = Events()

@@ -9,8 +9,8 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
-from fastload_cli.runner.interleave import PHASES, InterleavedSplit, Switched
-from fastload_cli.runner.modes import EpochState, LoaderState
+from fastload_cli.runner.child.interleave import PHASES, InterleavedSplit, Switched
+from fastload_cli.runner.child.modes import EpochState, LoaderState
 
 
 class Jitter:

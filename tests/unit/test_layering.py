@@ -2,7 +2,8 @@
 
 Each module may import only the fastload components its row allows (its own component always).
 torch, torchvision and pynvml are never imported at module level (``fastload --help`` must not
-load them), and the modules that run inside the child use the stdlib plus ``records`` alone.
+load them), and the modules that run inside the child (``runner.child``) use the stdlib, torch, ``records``
+and ``fixes`` alone.
 """
 
 from __future__ import annotations
@@ -27,43 +28,19 @@ EVERYTHING = {
     "examples",
     "fixes",
 }
-CHILD_SIDE = {
-    "records",
-    "fixes",
-    "runner.child",
-    "runner.hooks",
-    "runner.modes",
-    "runner.channel",
-    "runner.batches",
-    "runner.transforms",
-    "runner.breakdown",
-    "runner.stacks",
-    "runner.fixing",
-    "runner.interleave",
-    "runner.points",
-    "runner.actuators",
-}
+CHILD = "runner.child"  # runs inside the child process: itself, records and fixes, the stdlib and torch
 
-# module (or component) -> fastload components it may import
+# module (or component) -> fastload components it may import; a module may always import its own
+# component, except that only ``runner.child`` imports ``runner.child`` (the parent never loads it)
 ALLOWED: dict[str, set[str]] = {
     "records": set(),
     "errors": set(),
     "formatting": set(),
     "config": {"records", "errors"},
     "samplers": {"records", "errors"},
-    "runner.child": CHILD_SIDE,
-    "runner.hooks": CHILD_SIDE,
-    "runner.modes": CHILD_SIDE,
-    "runner.channel": CHILD_SIDE,
-    "runner.batches": CHILD_SIDE,
-    "runner.transforms": CHILD_SIDE,
-    "runner.breakdown": CHILD_SIDE,
-    "runner.stacks": CHILD_SIDE,
-    "runner.fixing": CHILD_SIDE,
-    "runner.interleave": CHILD_SIDE,
-    "runner.points": CHILD_SIDE,
-    "runner.actuators": CHILD_SIDE,
-    "runner.warm": CHILD_SIDE,  # its starter runs child-side: it imports the child before forking runs
+    CHILD: {"records", "fixes"},
+    "runner.warm": {"records"},  # the parent's client of the warm starter (its server is runner.child.starter)
+    "runner.stacks": {"records"},
     "runner.collect": {"records"},
     "runner.launch": {"samplers", "records", "config", "errors", "runner"},
     "runner.job": {"samplers", "records", "config", "errors", "runner"},
@@ -123,16 +100,19 @@ def fastload_target(imported: str) -> str | None:
     return ""
 
 
+def within(target: str, row: str) -> bool:
+    return target == row or target.startswith(f"{row}.")
+
+
 def allowed(source: str, target: str) -> bool:
     if target == "":
         return True  # the package root holds only the version
     row = component(source)
-    rules = ALLOWED[row]
-    if target in rules or target.split(".")[0] in rules:
+    if within(target, CHILD):
+        return within(row, CHILD)  # the child's code is loaded by the child alone
+    if any(within(target, rule) or within(target.split(".")[0], rule) for rule in ALLOWED[row]):
         return True
-    same_component = target.split(".")[0] == row.split(".")[0]
-    # the child side may use only its listed siblings; the records package is one component
-    return same_component and (row not in CHILD_SIDE or row == "records")
+    return not within(row, CHILD) and target.split(".")[0] == row.split(".")[0]
 
 
 @pytest.mark.parametrize(("name", "path"), modules(), ids=[m[0] or "__init__" for m in modules()])
@@ -144,7 +124,7 @@ def test_module_imports_follow_the_layering(name: str, path: Path) -> None:
         root = imported.split(".")[0]
         if top:
             assert root not in HEAVY, f"{name} imports {root} at module level"
-        if component(name) in CHILD_SIDE and target is None:
+        if within(component(name), CHILD) and target is None:
             stdlib = root in sys.stdlib_module_names
             assert stdlib or root in THIRD_PARTY_ALLOWED_IN_CHILD, f"{name} (runs in the child) imports {root}"
 
@@ -156,7 +136,60 @@ def test_the_table_covers_every_module() -> None:
 
 def test_a_violation_is_caught() -> None:
     assert not allowed("analyzer.verdict", "runner")
-    assert not allowed("runner.hooks", "samplers")
-    assert not allowed("runner.hooks", "runner.launch")
-    assert allowed("runner.launch", "runner.child")
+    assert not allowed("runner.child.hooks", "samplers")
+    assert not allowed("runner.child.hooks", "runner.launch")
+    assert not allowed("runner.launch", "runner.child")  # the parent never loads the child's code
+    assert not allowed("session", "runner.child.hooks")
+    assert allowed("runner.child.hooks", "runner.child")
+    assert allowed("runner.child.hooks", "records")
+    assert allowed("runner.launch", "runner.collect")
     assert allowed("analyzer.verdict", "analyzer")
+
+
+def module_graph() -> dict[str, set[str]]:
+    """fastload's modules and the fastload modules each imports at module level. ``from pkg import
+    name`` is an edge to ``pkg.name`` where that is a module, else to ``pkg`` (its ``__init__``)."""
+    names = {name for name, _ in modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules():
+        edges = set()
+        for imported, top in imports(path):
+            if not top or not imported.startswith("fastload_cli"):
+                continue
+            dotted = imported.removeprefix("fastload_cli").lstrip(".")
+            edges.add(dotted if dotted in names else dotted.rpartition(".")[0])
+        graph[name] = edges & names - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first walk, each once (as the path that closes it)."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(module_graph())
+    assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_a_cycle_is_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -10,8 +10,8 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
-from fastload_cli.runner import points
-from fastload_cli.runner.modes import EpochState, LoaderState
+from fastload_cli.runner.child import in_process as points
+from fastload_cli.runner.child.modes import EpochState, LoaderState
 from tests.unit.test_interleave import Events
 
 
@@ -93,7 +93,6 @@ def test_persistent_workers_are_never_switched() -> None:
 
 def test_the_parents_signals_to_the_child_are_distinct() -> None:
     # stop, the stack probe and "next setting" each mean one thing to the child
-    from fastload_cli.runner.child import NEXT_SIGNAL, STOP_SIGNAL
-    from fastload_cli.runner.stacks import STACK_SIGNAL
+    from fastload_cli.records.protocol import NEXT_SIGNAL, STACK_SIGNAL, STOP_SIGNAL
 
     assert len({STOP_SIGNAL, STACK_SIGNAL, NEXT_SIGNAL}) == 3

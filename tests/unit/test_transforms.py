@@ -9,7 +9,7 @@ from torch.utils.data import ConcatDataset, Dataset, Subset
 from torchvision import transforms as v1
 from torchvision.transforms import v2
 
-from fastload_cli.runner.transforms import Identity, check_on_sample, derandomize, find_augmentations, probe
+from fastload_cli.runner.child.transforms import Identity, check_on_sample, derandomize, find_augmentations, probe
 
 NONE: frozenset[str] = frozenset()
 

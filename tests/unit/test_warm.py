@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fastload_cli.records.protocol import WARM_START_ENV
 from fastload_cli.runner import warm
 
 
@@ -38,6 +39,6 @@ def test_a_script_starts_cold_where_forking_could_change_it(tmp_path: Path, sour
 
 
 def test_warm_starts_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(warm.WARM_START_ENV, "0")
+    monkeypatch.setenv(WARM_START_ENV, "0")
     assert preloads(tmp_path, "import torch\n") is None
     assert warm.preloads_for(tmp_path / "missing.py") is None

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastload_cli.records import UNCHANGED, UNDONE, ChildSpec, EventKind, Mode, setting_location
-from fastload_cli.runner import breakdown, transforms
-from fastload_cli.runner.batches import copy_batch, safe_len
-from fastload_cli.runner.channel import Channel
+from fastload_cli.runner.child import breakdown, transforms
+from fastload_cli.runner.child.batches import copy_batch, safe_len
+from fastload_cli.runner.child.channel import Channel
 
 SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
 

@@ -1,6 +1,6 @@
 """The child process: runs the user's script, unmodified, with plain-``python`` semantics.
 
-Started by ``runner/launch.py`` as::
+Started by ``runner/launch.py`` as (``records.protocol.BOOTSTRAP``)::
 
     python -c BOOTSTRAP <fastload package dir> <ChildSpec as JSON> <script as given> [script args...]
 
@@ -26,14 +26,12 @@ import types
 from types import FrameType, TracebackType
 from typing import NoReturn
 
-from fastload_cli.records import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, ChildSpec, EventKind, Mode, StopReason
-from fastload_cli.runner import hooks, points, stacks
-from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.modes import MeasurementDone
+from fastload_cli.records import ChildSpec, EventKind, Mode, StopReason
+from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, NEXT_SIGNAL, STOP_SIGNAL
+from fastload_cli.runner.child import hooks, in_process, stacks
+from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.modes import MeasurementDone
 
-BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child import main; main()"
-STOP_SIGNAL = signal.SIGRTMIN + 1  # unlikely to be used by training scripts (SIGUSR1 often is)
-NEXT_SIGNAL = signal.SIGRTMIN + 3  # a points run: the setting in force has its answer (+2: stacks.py)
 PR_SET_PDEATHSIG = 1
 _INTERNAL_FILES = (__file__,)
 
@@ -148,7 +146,7 @@ def main() -> NoReturn:
     )
     signal.signal(STOP_SIGNAL, _on_stop_signal)
     if spec.mode.mode is Mode.POINTS:
-        signal.signal(NEXT_SIGNAL, points.on_next_signal)
+        signal.signal(NEXT_SIGNAL, in_process.on_next_signal)
     reason, code = run_script(channel, script_file)
     _State.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)

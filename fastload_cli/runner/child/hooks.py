@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind
-from fastload_cli.runner import transforms
-from fastload_cli.runner.actuators import actuator
-from fastload_cli.runner.batches import batch_layout, batch_size_and_bytes, safe_len
-from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce
+from fastload_cli.runner.child import transforms
+from fastload_cli.runner.child.actuators import actuator
+from fastload_cli.runner.child.batches import batch_layout, batch_size_and_bytes, safe_len
+from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
 from fastload_cli.records import CACHE_LOCATION, UNCHANGED, ChildSpec, Fix
-from fastload_cli.runner import transforms
-from fastload_cli.runner.batches import safe_len
-from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, NoAugmentation, Produce, WorkersOverride
+from fastload_cli.runner.child import transforms
+from fastload_cli.runner.child.batches import safe_len
+from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, NoAugmentation, Produce, WorkersOverride
 
 FILL_THREADS = 8  # reads in flight while the cache fills: storage latency overlaps
 

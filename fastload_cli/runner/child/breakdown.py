@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.runner import transforms
+from fastload_cli.runner.child import transforms
 
 # Containers whose steps are timed one by one (RandomApply / RandomChoice are timed whole: their
 # cost includes how often they apply).

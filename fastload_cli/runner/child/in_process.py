@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import UNCHANGED, EventKind
-from fastload_cli.runner.batches import safe_len
-from fastload_cli.runner.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
+from fastload_cli.runner.child.batches import safe_len
+from fastload_cli.runner.child.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
 
 POINTS_LOCATION = "DataLoader (settings in turn)"
 DEFAULT_PREFETCH = 2  # torch's own, for a loader built with none (num_workers=0) that gets workers

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import CACHE_LOCATION, UNCHANGED, EventKind
-from fastload_cli.runner.fixing import CachedView, cache_view, fill_cache
-from fastload_cli.runner.modes import Actuator, EpochState, LoaderState, Produce, derandomize
+from fastload_cli.runner.child.fixing import CachedView, cache_view, fill_cache
+from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce, derandomize
 
 SPLIT_LOCATION = "split run"  # substitution events about the split run itself
 DEFAULT_PHASE_BATCHES = 12  # a turn's batches when the parent does not say

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from fastload_cli.records import ChildSpec, Mode
-from fastload_cli.runner import modes
-from fastload_cli.runner.channel import Channel
-from fastload_cli.runner.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
-from fastload_cli.runner.interleave import InterleavedSplit
-from fastload_cli.runner.modes import Actuator, Timed
-from fastload_cli.runner.points import InProcessPoints
+from fastload_cli.runner.child import modes
+from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
+from fastload_cli.runner.child.in_process import InProcessPoints
+from fastload_cli.runner.child.interleave import InterleavedSplit
+from fastload_cli.runner.child.modes import Actuator, Timed
 
 ACTUATORS: dict[Mode, type[Actuator]] = {
     **modes.ACTUATORS,

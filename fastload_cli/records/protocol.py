@@ -1,0 +1,28 @@
+"""How the parent and the child speak: the bootstrap commands, the signals and the environment
+names both sides read. Events themselves are ``modes.EventKind``."""
+
+from __future__ import annotations
+
+import signal
+
+# The child's entry, started as ``python -c BOOTSTRAP <package parent> <ChildSpec JSON> script args...``.
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child.main import main; main()"
+# The warm starter's entry: ``python -c STARTER <package parent>``; it imports the preloads, then forks runs.
+STARTER = "import sys; sys.path.insert(0, sys.argv[1]); from fastload_cli.runner.child.starter import serve; serve()"
+
+STOP_SIGNAL = signal.SIGRTMIN + 1  # stop the run; unlikely to be used by training scripts (SIGUSR1 often is)
+STACK_SIGNAL = signal.SIGRTMIN + 2  # dump every thread's stack (faulthandler), next to the stop signal
+NEXT_SIGNAL = signal.SIGRTMIN + 3  # an in-process sweep: the setting in force has its answer
+
+# Environment variable carrying the event channel's file descriptor to the child.
+CHANNEL_FD_ENV = "FASTLOAD_EVENT_FD"
+# A data-parallel job's ranks cannot inherit a descriptor through the launcher: each opens the FIFO
+# named ``events.<LOCAL_RANK>`` in the folder this variable names.
+CHANNEL_DIR_ENV = "FASTLOAD_EVENT_DIR"
+# Environment variable every process of a run inherits; lets tests and cleanup find strays.
+RUN_ID_ENV = "FASTLOAD_RUN_ID"
+# The file the child's stack dump goes to (``STACK_SIGNAL``).
+STACK_FILE_ENV = "FASTLOAD_STACK_FILE"
+WARM_FD_ENV = "FASTLOAD_WARM_FD"  # the starter's end of its socket with the parent
+WARM_START_ENV = "FASTLOAD_WARM_START"  # "0": every run starts cold
+PRELOADS_ENV = "FASTLOAD_PRELOADS"  # the libraries the starter imports, comma-separated
