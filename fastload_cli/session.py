@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, first_loader, next_runs, parts, split, sweep, sweep_points
+from fastload_cli.analyzer import analyze, disturbed, next_runs, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
-from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.points import phase_settled, point_runs
+from fastload_cli.analyzer.metrics import first_loader, summarize
+from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
 from fastload_cli.analyzer.settle import settled
+from fastload_cli.analyzer.trials import cuda_available
 from fastload_cli.config import (
     DEFAULT_BREAKDOWN_ITEMS,
     DEFAULT_FOLLOW_UP_BUDGET_S,
@@ -58,13 +59,17 @@ class Outcome:
     summaries: tuple[RunSummary, ...] = ()
     interrupted: bool = False
     breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
-    limits: sweep.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
+    limits: search.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
+    in_process_short: bool = False  # an in-process run gave fewer settings their turn than it asked
     fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
     unverified: tuple[str, ...] = ()  # follow-up runs past diagnose's time budget ("cached", fix names)
     split_run: RunResult | None = None  # the split run, when one ran: the pipelines of the split in turns
 
     def adding(self, run: RunResult, summary: RunSummary) -> Outcome:
         return replace(self, runs=(*self.runs, run), summaries=(*self.summaries, summary))
+
+    def without_last(self) -> Outcome:
+        return replace(self, runs=self.runs[:-1], summaries=self.summaries[:-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +85,8 @@ class ModeRunner:
         """One run and its summary; measured again when other processes skewed it. ``first``: the
         run that must measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
-        if not config.fixed_batches:  # a mode ends once its estimate is stable (a points run's settings, each)
-            config = replace(config, settle=phase_settled if spec.mode is Mode.POINTS else settled)
+        if not config.fixed_batches:  # a mode ends once its estimate is stable (an in-process run's settings, each)
+            config = replace(config, settle=setting_settled if spec.mode is Mode.IN_PROCESS else settled)
         if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))
@@ -128,28 +133,20 @@ def run_modes(runner: ModeRunner, modes: Sequence[ModeSpec], done: Outcome | Non
 # --------------------------------------------------------------------------------------------
 
 
-def sweep_limits(max_workers: int, grid: tuple[int, ...] | None = None) -> sweep.Limits:
+def sweep_limits(max_workers: int, grid: tuple[int, ...] | None = None) -> search.Limits:
     """The sweep's limits on this machine: its free memory now, while no run is going."""
     free = available_memory()
     budget = int(free * th.SWEEP_MEMORY_SHARE) if free is not None else None
-    return sweep.Limits(max_workers=max_workers, memory_budget_bytes=budget, grid=grid)
+    return search.Limits(max_workers=max_workers, memory_budget_bytes=budget, grid=grid)
 
 
-def run_sweep(runner: ModeRunner, limits: sweep.Limits, done: Outcome | None = None) -> Outcome:
-    """Measure the num_workers settings ``next_runs.next_setting`` asks for, after the runs already
-    ``done`` (a real run among them is the script's own setting)."""
+def run_sweep(runner: ModeRunner, limits: search.Limits, done: Outcome | None = None) -> Outcome:
+    """The num_workers search: measure each step ``search.next_step`` asks for, after the runs
+    already ``done`` (a real run among them is the script's own setting), until it asks for none."""
     outcome = replace(done or Outcome(), limits=limits)
-    if runner.base.launcher is not None:  # a job's ranks each switching mid-epoch: separate runs
-        limits = replace(limits, in_process=False)
     try:
-        while (workers := next_runs.next_setting(outcome.runs, outcome.summaries, limits).workers) is not None:
-            together = next_runs.together(outcome.runs, outcome.summaries, limits)
-            if together:
-                outcome, whole = _points(runner, together, outcome)
-                limits = limits if whole else replace(limits, in_process=False)  # refused: one run each
-            else:
-                later = next_runs.after_first_epoch(outcome.runs, outcome.summaries, limits)
-                outcome = _sweep_point(runner, ModeSpec(mode=Mode.WORKERS, workers=workers), outcome, later)
+        while (step := search.next_step(search_state(runner, outcome))) is not None:
+            outcome = run_step(runner, step, outcome)
             if outcome.interrupted:
                 return outcome
     except KeyboardInterrupt:
@@ -157,63 +154,54 @@ def run_sweep(runner: ModeRunner, limits: sweep.Limits, done: Outcome | None = N
     return outcome
 
 
-def _points(runner: ModeRunner, settings: tuple[int, ...], done: Outcome) -> tuple[Outcome, bool]:
-    """``settings`` measured in turn in one run of the script, each kept as its workers=N run;
-    and whether every setting got its turn."""
+def search_state(runner: ModeRunner, outcome: Outcome) -> search.State:
+    """What the search knows after the runs of ``outcome``."""
     base = runner.base
-    warmup, phases = next_runs.points_batches(settings, first_loader(done.runs), base.warmup, base.max_batches)
+    sizing = search.Sizing(warmup=base.warmup, max_batches=base.max_batches, job=base.launcher is not None)
+    limits = outcome.limits or search.Limits()
+    return search.state(outcome.runs, outcome.summaries, limits, sizing, in_process_short=outcome.in_process_short)
+
+
+def run_step(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
+    """One step of the search: its settings in turn in one run of the script, or its one setting
+    in a run of its own (in place of the last run, when the step measures that again)."""
+    if step.in_process:
+        return _in_process(runner, step, done)
+    spec = step.specs[0]
+    if step.note:
+        runner.on_note(spec, step.note)
+    outcome = done.without_last() if step.again else done
+    config = replace(runner.base.with_child(mode=spec, warmup=step.warmup), max_batches=step.max_batches)
+    run, summary = runner.measure(config, first=step.first)
+    return replace(outcome.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
+
+
+def _in_process(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
+    """``step``'s settings measured in turn in one run of the script, each kept as its workers=N run."""
+    mode = ModeSpec(mode=Mode.IN_PROCESS)
     config = replace(
-        base.with_child(mode=ModeSpec(mode=Mode.POINTS), warmup=warmup, points=phases),
-        max_batches=sum(n for _, n in phases) - warmup,
+        runner.base.with_child(mode=mode, warmup=step.warmup, turns=step.turns), max_batches=step.max_batches
     )
-    run, _ = runner.measure(config, first=not any(r.batches for r in done.runs))
-    found = point_runs(run)
+    run, _ = runner.measure(config, first=step.first)
+    found = runs_of(run)
     outcome = done
-    for point in found:
-        outcome = outcome.adding(point, summarize(point))
-    return replace(outcome, interrupted=run.status is RunStatus.INTERRUPTED), len(found) == len(settings)
+    for each in found:
+        outcome = outcome.adding(each, summarize(each))
+    short = outcome.in_process_short or len(found) < len(step.turns)
+    return replace(outcome, interrupted=run.status is RunStatus.INTERRUPTED, in_process_short=short)
 
 
-def run_variants(runner: ModeRunner, specs: Sequence[ModeSpec], done: Outcome) -> Outcome:
-    """Each of ``specs`` (prefetch_factor / pin_memory variants of one setting)."""
+def run_variants(runner: ModeRunner, steps: Sequence[search.Step], done: Outcome) -> Outcome:
+    """Each of ``steps`` (prefetch_factor / pin_memory variants of one setting)."""
     outcome = done
-    later = next_runs.after_first_epoch(done.runs, done.summaries, done.limits or sweep.Limits())
     try:
-        for spec in specs:
-            outcome = _sweep_point(runner, spec, outcome, later)
+        for step in steps:
+            outcome = run_step(runner, step, outcome)
             if outcome.interrupted:
                 return outcome
     except KeyboardInterrupt:
         return replace(outcome, interrupted=True)
     return outcome
-
-
-def _sweep_point(runner: ModeRunner, spec: ModeSpec, done: Outcome, later: bool = False) -> Outcome:
-    """One setting in a run of its own, after the script's first epoch when ``later``
-    (``next_runs.after_first_epoch``). The first run of a command measures before fastload has
-    seen the loader; where that loader's epochs turn out too short for a steady window at the
-    setting, the setting is measured again, in whole epochs (``next_runs.point_batches``)."""
-    loader = first_loader(done.runs)
-    planned = next_runs.point_batches(spec, loader, runner.base.warmup, runner.base.max_batches, later=later)
-    if spec.variant is None and spec.workers in parts.again_after_first_epoch(sweep_points(done.runs, done.summaries)):
-        runner.on_note(spec, "measuring again after the first epoch, like the settings it is compared with")
-    run, summary = _point_run(runner, spec, planned, first=not any(r.batches for r in done.runs))
-    seen = first_loader((run,)) if loader is None and run.status is RunStatus.OK else None
-    if seen is not None and next_runs.whole_epochs(spec, seen):
-        again = next_runs.point_batches(spec, seen, runner.base.warmup, runner.base.max_batches)
-        if again != planned:
-            runner.on_note(spec, "an epoch is too short for a steady window at this setting: measuring whole epochs")
-            run, summary = _point_run(runner, spec, again)
-    return replace(done.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
-
-
-def _point_run(
-    runner: ModeRunner, spec: ModeSpec, planned: tuple[int, int], *, first: bool = False
-) -> tuple[RunResult, RunSummary]:
-    """``spec`` measured with ``planned`` warm-up and measured batches."""
-    warmup, batches = planned
-    config = replace(runner.base.with_child(mode=spec, warmup=warmup), max_batches=batches)
-    return runner.measure(config, first=first)
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,10 +312,11 @@ class SweepRuns:
         outcome = run_sweep(runner, limits, done=own)
         if outcome.interrupted:
             return outcome
-        found = next_runs.variants(outcome.runs, outcome.summaries, limits, self.prefetch_factors, self.pin_both)
+        cuda = cuda_available(outcome.runs)
+        found = search.variants(search_state(runner, outcome), self.prefetch_factors, self.pin_both, cuda)
         for note in found.notes:
             runner.on_note(None, note)
-        return run_variants(runner, found.specs, outcome) if found.specs else outcome
+        return run_variants(runner, found.steps, outcome) if found.steps else outcome
 
 
 @dataclass(frozen=True, slots=True)

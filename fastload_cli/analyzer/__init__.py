@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import parts, predict, ranks, sweep, trials
+from fastload_cli.analyzer import ranks, search, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
     NS,
     Span,
-    epoch_batches,
     percentile,
     primary_loader,
     primary_loader_id,
@@ -23,10 +22,8 @@ from fastload_cli.analyzer.metrics import (
     summarize,
     workers_busy_fraction,
 )
-from fastload_cli.analyzer.predict import Curve
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.records import (
     CACHE_LOCATION,
     UNDONE,
@@ -34,14 +31,12 @@ from fastload_cli.records import (
     Breakdown,
     Finding,
     FindingKind,
-    LoaderInfo,
     Mode,
     Recommendation,
     RunResult,
     RunStatus,
     RunSummary,
     StopReason,
-    SweepPoint,
     SweepResult,
     Verdict,
 )
@@ -57,7 +52,7 @@ class Analysis:
 
 def analyze(
     runs: Sequence[RunResult],
-    limits: sweep.Limits | None = None,
+    limits: search.Limits | None = None,
     breakdown: Breakdown | None = None,
     *,
     summaries: Sequence[RunSummary] | None = None,
@@ -69,7 +64,7 @@ def analyze(
     if lagging is not None:
         summaries = None  # the job's runs are now seen from the straggler
     summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
-    facts = replace(gather_facts(runs, summaries, limits or sweep.Limits()), breakdown=breakdown)
+    facts = replace(gather_facts(runs, summaries, limits or search.Limits()), breakdown=breakdown)
     facts = replace(facts, tried=trials.results((), runs, summaries))
     sweep_caveats = facts.sweep.caveats if facts.sweep is not None else ()
     verdict = decide(facts, (*caveats(runs, summaries), *sweep_caveats))
@@ -91,79 +86,10 @@ def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], rank
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging
 
 
-def current_workers(runs: Sequence[RunResult]) -> int | None:
-    """The script's own num_workers: as the real run saw it, or as a workers=N run overrode it."""
-    for run in runs:
-        loader = primary_loader(run) if run.batches else None
-        if loader is None:
-            continue
-        if run.spec.mode is Mode.REAL:
-            return loader.num_workers
-        if loader.original_num_workers is not None:
-            return loader.original_num_workers
-    return None
-
-
-def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> SweepResult | None:
+def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: search.Limits) -> SweepResult | None:
     if not any(r.spec.mode is Mode.WORKERS for r in runs):
         return None
-    first = next((r for r in runs if r.batches), None)
-    return sweep.conclude(
-        sweep_points(runs, summaries),
-        current_workers(runs),
-        sweep_limits_for(limits, runs),
-        first.cpu_count if first else None,
-        prediction(runs, summaries, limits),
-    )
-
-
-def prediction(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits) -> Curve | None:
-    """Throughput against num_workers as predicted from the script's own setting's run (and the
-    synthetic run's rate, when one ran); None for a sweep of given settings, or before the
-    script's own setting has measured a throughput."""
-    if limits.grid is not None or not limits.guided:
-        return None
-    current = current_workers(runs)
-    measured = [
-        (r, s)
-        for r, s in zip(runs, summaries, strict=True)
-        if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.spec.variant is None and s.throughput_samples_per_s
-    ]
-    own = next((s for r, s in measured if s.num_workers == current), None)
-    synthetic = _first(runs, summaries, Mode.SYNTHETIC)
-    run = next((r for r, _ in measured), None)
-    cores = run.cpu_count // max(1, len(run.ranks)) if run is not None and run.cpu_count else None
-    # Predicted past --max-workers too: where returns would end beyond it, the report says so.
-    reach = max(limits.max_workers, DEFAULT_MAX_WORKERS)
-    return predict.from_runs(own, synthetic[1] if synthetic else None, cores, reach, _epochs(runs, limits, reach))
-
-
-def _epochs(runs: Sequence[RunResult], limits: sweep.Limits, reach: int) -> predict.Epochs | None:
-    """Settings the sweep measures over whole epochs (their epoch has no steady window), unless the
-    workers persist across epochs and start once."""
-    loader = first_loader(runs)
-    bounded = sweep_limits_for(limits, runs)
-    if loader is None or loader.persistent_workers or not bounded.epoch_batches or not loader.batch_size:
-        return None
-    whole = next((n for n in range(1, reach + 1) if bounded.too_many(n)), None)
-    return predict.Epochs(bounded.epoch_batches * loader.batch_size, whole) if whole is not None else None
-
-
-def sweep_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary] | None = None) -> list[SweepPoint]:
-    """The num_workers settings measured among ``runs``: the real run (the script's own setting)
-    and every workers=N run, failed ones included (they end a climb)."""
-    found = summaries if summaries is not None else [summarize(r) for r in runs]
-    return parts.comparable(
-        replace(sweep.point(s), after_first_epoch=measured_after_first_epoch(r))
-        for r, s in zip(runs, found, strict=True)
-        if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None
-    )
-
-
-def measured_after_first_epoch(run: RunResult) -> bool:
-    """``run`` measured after the script's first epoch: its warm-up was one whole epoch or more."""
-    epoch = epoch_batches(primary_loader(run)) if run.batches else None
-    return epoch is not None and 0 < epoch <= run.warmup_batches
+    return search.result(search.state(runs, summaries, limits))
 
 
 def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
@@ -172,19 +98,9 @@ def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
     return workers_busy_fraction(run, starts, sum(end - start for start, end in starts) / NS)
 
 
-def sweep_limits_for(limits: sweep.Limits, runs: Sequence[RunResult]) -> sweep.Limits:
-    """``limits`` for the loader the runs measured (its epoch length and prefetch_factor)."""
-    return limits.with_loader(first_loader(runs))
-
-
-def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
-    """The training loader, as the first run that measured a batch saw it."""
-    return next((primary_loader(r) for r in runs if r.batches), None)
-
-
 def sweep_evidence(result: SweepResult) -> Finding:
     tried = ", ".join(str(p.workers) for p in result.points if p.variant is None)
-    line = f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {sweep.conclusion(result)}"
+    line = f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {search.conclusion(result)}"
     return Finding(kind=FindingKind.SWEEP, sentence=line, values={"speedup": result.speedup, "noise": result.noise})
 
 
@@ -200,7 +116,7 @@ def _cached(run: RunResult) -> bool:
 
 
 def gather_facts(
-    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: sweep.Limits | None = None
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: search.Limits | None = None
 ) -> Facts:
     real = _first(runs, summaries, Mode.REAL) or _own_setting(runs, summaries)
     synthetic = _first(runs, summaries, Mode.SYNTHETIC)
@@ -228,7 +144,7 @@ def gather_facts(
         augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
         substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ()) if s.applied),
         disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
-        sweep=_sweep(runs, summaries, limits or sweep.Limits()),
+        sweep=_sweep(runs, summaries, limits or search.Limits()),
         batch=batch_info(real_run) if real_run else None,
         epoch_startup_s=tuple((end - start) / 1e9 for start, end in starts),
         startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
@@ -279,7 +195,7 @@ def _wait_ms(run: RunResult, q: float) -> float | None:
 
 def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[RunResult, RunSummary] | None:
     """Without a real run, the workers=N run that kept the script's own num_workers stands in for it."""
-    current = current_workers(runs)
+    current = search.current_workers(runs)
     return next(
         (
             (r, s)

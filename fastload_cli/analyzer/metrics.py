@@ -14,7 +14,7 @@ import bisect
 import itertools
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
@@ -71,6 +71,11 @@ def primary_loader_id(run: Batches) -> int | None:
 def primary_loader(run: Batches) -> LoaderInfo | None:
     loader_id = primary_loader_id(run)
     return next((lo for lo in run.loaders if lo.loader_id == loader_id), run.loaders[0] if run.loaders else None)
+
+
+def first_loader(runs: Sequence[RunResult]) -> LoaderInfo | None:
+    """The training loader, as the first run that measured a batch saw it."""
+    return next((primary_loader(r) for r in runs if r.batches), None)
 
 
 def loader_batches(run: Batches) -> list[BatchRecord]:

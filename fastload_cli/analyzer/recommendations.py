@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from fastload_cli.analyzer import sweep, trials
+from fastload_cli.analyzer import search, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import (
     LOADER_ACTIVITY,
@@ -51,8 +51,8 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         id="increase-num-workers" if n > now else "reduce-num-workers",
         title=f"Use num_workers={n}{extra} (now {now})",
         detail=(
-            f"{sweep.conclusion(s)} A sweep under the real training step measured it (noise ±{100 * s.noise:.0f}%, "
-            f"memory as process-tree RSS). {sweep.returns(s)} Change it to:\n    {snippet}"
+            f"{search.conclusion(s)} A sweep under the real training step measured it (noise ±{100 * s.noise:.0f}%, "
+            f"memory as process-tree RSS). {search.returns(s)} Change it to:\n    {snippet}"
         ),
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import fastload_cli
-from fastload_cli.analyzer import analyze, split, sweep, trials
+from fastload_cli.analyzer import analyze, search, split, trials
 from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
@@ -24,7 +24,7 @@ class Measured(Protocol):
     @property
     def breakdown(self) -> Breakdown | None: ...
     @property
-    def limits(self) -> sweep.Limits | None: ...
+    def limits(self) -> search.Limits | None: ...
     @property
     def fixes(self) -> tuple[FixSpec, ...]: ...
     @property

@@ -94,8 +94,8 @@ CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseMark:
     """The split run: after the loader's ``batch``-th batch (counting from 1, warm-up included),
-    its samples take the pipeline ``phase`` names (``real``, ``no-aug``, ``cached``, ...); a
-    points run: its batches come from the setting ``phase`` names (``workers=N``)."""
+    its samples take the pipeline ``phase`` names (``real``, ``no-aug``, ``cached``, ...); an
+    in-process run: its batches come from the setting ``phase`` names (``workers=N``)."""
 
     loader_id: int
     batch: int
@@ -316,4 +316,4 @@ class Streamed:
     iterators: tuple[IteratorInfo, ...]
     warmup_batches: int
     requested_batches: int
-    phases: tuple[PhaseMark, ...] = ()  # a points run: where each setting took over so far
+    phases: tuple[PhaseMark, ...] = ()  # an in-process run: where each setting took over so far

@@ -30,10 +30,10 @@ class Mode(enum.Enum):
     # one run of the script, a few batches each, so the machine's drift between runs cancels out.
     # Not a mode a user picks: diagnose runs it where the split was asked for.
     SPLIT = "split"
-    # Several num_workers settings one after another in one run of the script, each for its
-    # batches (``ChildSpec.points``), so the script starts once. Not a mode a user picks: a
+    # Several num_workers settings in turn in one run of the script (in-process), each for its
+    # batches (``ChildSpec.turns``), so the script starts once. Not a mode a user picks: a
     # sweep measures its settings this way where the loader allows it; each becomes a workers=N run.
-    POINTS = "points"
+    IN_PROCESS = "in-process"
     # Fixes applied inside the child (``fastload try --fix``): ``fix:NAME``, or names joined by "+".
     FIX = "fix"
     # Not a mode a user picks: the real pipeline, timed step by step on a sample of items at the
@@ -43,7 +43,7 @@ class Mode(enum.Enum):
     @property
     def selectable(self) -> bool:
         """A mode a command line may name in --modes (fixes are asked for with ``try --fix``)."""
-        return self not in (Mode.BREAKDOWN, Mode.FIX, Mode.SPLIT, Mode.POINTS)
+        return self not in (Mode.BREAKDOWN, Mode.FIX, Mode.SPLIT, Mode.IN_PROCESS)
 
 
 class Fix(enum.Enum):
@@ -163,7 +163,7 @@ class ChildSpec:
     cache_batches: int = 0  # cached / cache-decoded: batches' worth of samples decoded into memory
     cache_bytes: int = 0  # ... and the memory they may take at most (0: no bound)
     phase_batches: int = 0  # split: batches each pipeline takes in turn (after the warm-up)
-    points: tuple[tuple[int, int], ...] = ()  # points: (num_workers, batches) in turn, from the first batch
+    turns: tuple[tuple[int, int], ...] = ()  # in-process: (num_workers, batches) in turn, from the first batch
 
     def to_json(self) -> str:
         raw = asdict(self)
@@ -178,7 +178,7 @@ class ChildSpec:
             mode=ModeSpec(**{**mode, "mode": Mode(mode["mode"]), "fixes": tuple(mode.get("fixes", ()))}),
             keep_transforms=tuple(raw.pop("keep_transforms")),
             drop_transforms=tuple(raw.pop("drop_transforms")),
-            points=tuple((int(w), int(n)) for w, n in raw.pop("points", ())),
+            turns=tuple((int(w), int(n)) for w, n in raw.pop("turns", ())),
             **raw,
         )
 
@@ -229,4 +229,4 @@ class EventKind(enum.Enum):
     EXCEPTION = "exception"  # uncaught exception in the script
     END = "end"  # the child is leaving: why, and its exit code
     BREAKDOWN = "breakdown"  # per-step loading time of a sample of items (the breakdown run)
-    PHASE = "phase"  # the split run: from this batch on, the samples take this pipeline (points: setting)
+    PHASE = "phase"  # the split run: from this batch on, the samples take this pipeline (in-process: setting)

@@ -67,7 +67,7 @@ class EventCollector:
         return max(self._per_loader.values(), default=0)
 
     def busiest_phases(self) -> list[PhaseMark]:
-        """The PHASE marks of the busiest loader: those of a points run's training loader."""
+        """The PHASE marks of the busiest loader: those of an in-process run's training loader."""
         busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
         return [m for m in self.phases if m.loader_id == busiest]
 

@@ -99,7 +99,7 @@ class _Run:
         self.stop_asked_at: float | None = None
         self.end_seen_at: float | None = None  # when the child said it is leaving
         self.settle_checked_at = 0.0  # when the settle rule was last asked
-        self.next_asked_at = 0  # a points run: the settings marked when the next one was last asked for
+        self.next_asked_at = 0  # an in-process run: the settings marked when the next one was last asked for
         self.interrupted = False
         self.oom_kills_before = oom_kills()
         self.stack = StackProbe()
@@ -212,20 +212,20 @@ class _Run:
             self.observer.on_batches(done, self.config.requested_batches)
         if self.stop_asked_at is not None or self._profiling():
             return
-        if done >= self.config.requested_batches or self._last_point_done(done):
+        if done >= self.config.requested_batches or self._last_setting_done(done):
             self.ask_stop(StopReason.ENOUGH_BATCHES)
         elif done > self.config.warmup and self._settle_due() and self.settled():
             self._settled()
 
-    def _last_point_done(self, done: int) -> bool:
-        """A points run's last setting has had the batches planned for it."""
-        settings, marks = self.config.child.points, self.collector.busiest_phases()
+    def _last_setting_done(self, done: int) -> bool:
+        """An in-process run's last setting has had the batches planned for it."""
+        settings, marks = self.config.child.turns, self.collector.busiest_phases()
         return bool(settings) and len(marks) >= len(settings) and done - marks[-1].batch >= marks[-1].planned
 
     def _settled(self) -> None:
-        """Stable: the run stops, or a points run's next setting takes over (asked once a setting)."""
+        """Stable: the run stops, or an in-process run's next setting takes over (asked once a setting)."""
         marks = len(self.collector.busiest_phases())
-        if marks >= len(self.config.child.points):
+        if marks >= len(self.config.child.turns):
             self.ask_stop(StopReason.SETTLED)
         elif marks > self.next_asked_at:
             self.next_asked_at = marks

@@ -131,7 +131,7 @@ def fix_spec(label: str) -> ModeSpec:
 
 def _spec(mode: str) -> ModeSpec:
     """A mode as a command line names it, or one fastload runs itself (the split and points runs)."""
-    own = {Mode.SPLIT.value: Mode.SPLIT, Mode.POINTS.value: Mode.POINTS}
+    own = {Mode.SPLIT.value: Mode.SPLIT, Mode.IN_PROCESS.value: Mode.IN_PROCESS}
     return ModeSpec(mode=own[mode]) if mode in own else ModeSpec.parse(mode)
 
 

@@ -14,6 +14,7 @@ from fastload_cli.analyzer.metrics import (
     steady_steps,
     summarize,
 )
+from fastload_cli.analyzer.search import sizing
 from fastload_cli.records import RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS
@@ -152,7 +153,6 @@ def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:
     # 12 workers x 2 prefetched: 24-batch bursts in 62-batch epochs. 14 batches lie between the
     # burst and the drain, fewer than 3 rounds of 12 workers: the sweep plans such a setting in
     # whole epochs, and the run is read in whole epochs, each one's start-up included
-    from fastload_cli.analyzer import next_runs
     from fastload_cli.records import IteratorInfo, Mode, ModeSpec
 
     starts = (0, 20_000 * MS)
@@ -160,7 +160,7 @@ def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:
         b.batches([1_500] + [0] * 23 + [30] * 38, 10, iterator_id=i + 1, start_ns=t) for i, t in enumerate(starts)
     ]
     loader = dataclasses.replace(b.loader(num_workers=12), dataset_len=62 * 32)
-    assert next_runs.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=12), loader)
+    assert sizing.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=12), loader)
     iterators = tuple(
         IteratorInfo(loader_id=1, iterator_id=i + 1, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
         for i, t in enumerate(starts)
@@ -170,7 +170,7 @@ def test_a_run_is_read_by_the_rule_it_was_planned_by() -> None:
     assert summarize(run).wall_s == pytest.approx((1_500 + 23 * 10 + 38 * 40) / 1000)
     # 8 workers leave 30 batches between, 3 rounds and more: a steady window inside the epoch
     eight = dataclasses.replace(loader, num_workers=8)
-    assert not next_runs.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=8), eight)
+    assert not sizing.whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=8), eight)
     assert len(steady_steps(dataclasses.replace(run, loaders=(eight,)))) == 62 - 2 * 16
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console, Group
 
-from fastload_cli.analyzer import sweep
+from fastload_cli.analyzer import search
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.report import build_report
 from fastload_cli.config import RunConfig
@@ -103,7 +103,7 @@ def full_report() -> Report:
     runs = (real, synthetic, no_aug, cached, bare, setting(0, 60.0), setting(4, 20.0), setting(8, 20.0), *fixes)
     summaries = tuple(summarize(run) for run in runs)
     asked = (FixSpec.parse("thread-prefetch"), FixSpec.parse("pin-memory"))
-    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=sweep.Limits(refine=0), fixes=asked)
+    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=search.Limits(refine=0), fixes=asked)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
     return build_report("synthetic-compare", base, outcome, ENV)
 

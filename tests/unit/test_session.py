@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import session
-from fastload_cli.analyzer import Analysis, analyze, next_runs, sweep, trials
+from fastload_cli.analyzer import Analysis, analyze, next_runs, search, trials
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.points import phase_settled
+from fastload_cli.analyzer.search.in_process import setting_settled
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
@@ -120,8 +120,8 @@ def fake_pipeline(
 
     def run_mode(config, nvml, observer):
         calls.append(config)
-        if config.spec.mode is Mode.POINTS:
-            return points_run(config)
+        if config.spec.mode is Mode.IN_PROCESS:
+            return in_process_run(config)
         n = config.spec.workers if config.spec.workers is not None else own_workers
         step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         step *= first_epoch if epoch and config.warmup < epoch else 1.0
@@ -131,17 +131,17 @@ def fake_pipeline(
             loader = dataclasses.replace(loader, original_num_workers=own_workers)
         return dataclasses.replace(b.run(config.spec.label, batch_list, loaders=[loader]), warmup_batches=config.warmup)
 
-    def points_run(config):  # the settings in turn, as the child marks them
+    def in_process_run(config):  # the settings in turn, as the child marks them
         batch_list, marks = [], []
-        for workers, n in config.child.points:
+        for workers, n in config.child.turns:
             step = max(10.0, 80.0 / max(workers, 1))
             start = batch_list[-1].wait_end_ns + 5 * MS if batch_list else 0
             part = b.batches([step - 5.0] * n, 5.0, start_ns=start)
             marks.append(PhaseMark(loader_id=1, batch=len(batch_list), phase=f"workers={workers}"))
             batch_list += [dataclasses.replace(x, index=x.index + len(batch_list)) for x in part]
-        loader = b.loader(num_workers=config.child.points[0][0])
+        loader = b.loader(num_workers=config.child.turns[0][0])
         loader = dataclasses.replace(loader, original_num_workers=own_workers) if known else loader
-        run = b.run("points", batch_list, loaders=[loader])
+        run = b.run("in-process", batch_list, loaders=[loader])
         return dataclasses.replace(run, warmup_batches=config.warmup, phases=tuple(marks))
 
     monkeypatch.setattr(session, "run_mode", run_mode)
@@ -150,19 +150,19 @@ def fake_pipeline(
 
 def settings(calls: list[RunConfig]) -> list[object]:
     """Each run's setting; a points run's settings as a tuple."""
-    return [tuple(w for w, _ in c.child.points) if c.spec.mode is Mode.POINTS else c.spec.workers for c in calls]
+    return [tuple(w for w, _ in c.child.turns) if c.spec.mode is Mode.IN_PROCESS else c.spec.workers for c in calls]
 
 
 def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
     runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
-    outcome = session.run_sweep(runner, sweep.Limits(), done=own)
+    outcome = session.run_sweep(runner, search.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
     # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
     # 8 is four times as fast as the script's own 2: a second run of each could not change that
     assert settings(calls[2:]) == [8, 6, 12]
-    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None
     assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)
     assert result.prediction_error == pytest.approx(0.0, abs=0.01)  # 6, 8 and 12 measured as predicted
@@ -171,19 +171,45 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     assert result.significant
 
 
+@pytest.mark.parametrize("in_process", [False, True])
+def test_each_step_of_a_sweep_computes_the_prediction_once(monkeypatch: pytest.MonkeyPatch, in_process: bool) -> None:
+    from fastload_cli.analyzer.search import predict
+
+    fake_pipeline(monkeypatch)
+    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    predictions, steps = [], []
+    made, asked = predict.from_runs, search.next_step
+
+    def counted_prediction(*args: object, **kwargs: object) -> object:
+        predictions.append(args)
+        return made(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counted_step(state: search.State) -> search.Step | None:
+        steps.append(state)
+        return asked(state)
+
+    monkeypatch.setattr(predict, "from_runs", counted_prediction)
+    monkeypatch.setattr(search, "next_step", counted_step)
+    session.run_sweep(runner, search.Limits(in_process=in_process), done=own)
+    # one question per step, the last one answered "done"; each asked of a state that made one prediction
+    assert len(steps) == (3 if in_process else 4)
+    assert len(predictions) == len(steps)
+
+
 def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
     runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
-    outcome = session.run_sweep(runner, sweep.Limits(in_process=True), done=own)
+    outcome = session.run_sweep(runner, search.Limits(in_process=True), done=own)
     # 8 and 6 are known before either is measured: one run of the script measures both in turn;
     # 12 depends on what they measured, so it runs after them
     assert settings(calls[2:]) == [(8, 6), 12]
-    points = calls[2]
-    assert points.child.points == ((8, 16 + 24), (6, 12 + 20))
-    assert points.settle is phase_settled  # each setting hands over once its estimate is stable
+    in_turn = calls[2]
+    assert in_turn.child.turns == ((8, 16 + 24), (6, 12 + 20))
+    assert in_turn.settle is setting_settled  # each setting hands over once its estimate is stable
     assert [r.label for r in outcome.runs[2:]] == ["workers=8", "workers=6", "workers=12"]
-    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None and result.recommended_workers == 8
     assert result.prediction_error == pytest.approx(0.0, abs=0.01)
 
@@ -191,13 +217,13 @@ def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkey
 def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch, known=False)
     runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    outcome = session.run_sweep(runner, sweep.Limits())
+    outcome = session.run_sweep(runner, search.Limits())
     assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7]
     # each point's warm-up covers the start-up burst, and its window several rounds of batches
     assert (calls[2].warmup, calls[2].max_batches) == (5, 20)
     assert (calls[4].warmup, calls[4].max_batches) == (16, 24)  # 8 workers x 2 prefetched; x 3 rounds
     assert (calls[5].warmup, calls[5].max_batches) == (32, 48)
-    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None and result.recommended_workers == 8 and result.predicted_best is None
 
 
@@ -209,7 +235,7 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
     runner = session.ModeRunner(
         dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
     )
-    session.run_sweep(runner, sweep.Limits(grid=(8, 1)))
+    session.run_sweep(runner, search.Limits(grid=(8, 1)))
     # 8 workers: before any run fastload does not know the loader: 16 batches of warm-up and 24
     # measured; the loader then shows epochs of 20 batches, too short for a steady window at 8
     # workers (a burst of 16 and as many drained): measured again, one epoch of warm-up and three
@@ -220,7 +246,7 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
     assert any("whole epochs" in note for note in notes)
     # a loader with long epochs needs no second run
     calls = fake_pipeline(monkeypatch, known=False, epoch=200)
-    session.run_sweep(runner, sweep.Limits(grid=(8, 1)))
+    session.run_sweep(runner, search.Limits(grid=(8, 1)))
     assert [c.spec.workers for c in calls] == [8, 1]
 
 
@@ -235,12 +261,12 @@ def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_
         dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
     )
     own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))  # inside the first epoch
-    outcome = session.run_sweep(runner, sweep.Limits(grid=(10,)), done=own)
+    outcome = session.run_sweep(runner, search.Limits(grid=(10,)), done=own)
     # 10 workers have no steady window in 20 batches: whole epochs after one of warm-up. The
     # script's own 8, measured inside the first epoch, is measured again after it, once
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(10, 20), (8, 20)]
     assert any("again after the first epoch" in note for note in notes)
-    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None
     assert {p.workers: p.after_first_epoch for p in result.points} == {8: True, 10: True}
     assert result.speedup == pytest.approx(1.0, rel=0.01)  # 1.25 against the first epoch's 12.5 ms
@@ -249,15 +275,15 @@ def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_
     # the first epoch cannot explain; not measured again, and a caveat says so
     calls = fake_pipeline(monkeypatch, epoch=20, first_epoch=1.25)
     own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))
-    outcome = session.run_sweep(runner, sweep.Limits(grid=(8,)), done=own)
+    outcome = session.run_sweep(runner, search.Limits(grid=(8,)), done=own)
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 20)]
-    result = analyze(outcome.runs, sweep.Limits()).facts.sweep
+    result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None and [c for c in result.caveats if "first epoch" in c]
     # long epochs (2,000 batches, two minutes at the script's own 2 workers): every setting inside
     # the first epoch, none measured again
     calls = fake_pipeline(monkeypatch, epoch=2_000, first_epoch=1.5)
     own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))
-    session.run_sweep(runner, sweep.Limits(grid=(8,)), done=own)
+    session.run_sweep(runner, search.Limits(grid=(8,)), done=own)
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 16)]
 
 

@@ -6,7 +6,7 @@ from fastload_cli.records import ChildSpec, Mode
 from fastload_cli.runner.child import modes
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.fixing import CachedInputs, CachedNoAugmentation, FixesApplied
-from fastload_cli.runner.child.in_process import InProcessPoints
+from fastload_cli.runner.child.in_process import InProcessSettings
 from fastload_cli.runner.child.interleave import InterleavedSplit
 from fastload_cli.runner.child.modes import Actuator, Timed
 
@@ -16,7 +16,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.CACHED_NO_AUG: CachedNoAugmentation,
     Mode.FIX: FixesApplied,
     Mode.SPLIT: InterleavedSplit,
-    Mode.POINTS: InProcessPoints,
+    Mode.IN_PROCESS: InProcessSettings,
 }
 
 

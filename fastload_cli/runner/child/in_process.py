@@ -1,4 +1,4 @@
-"""Inside the child: ``points``, several num_workers settings measured one after another in one
+"""Inside the child: ``in-process``, several num_workers settings measured in turn in one
 run of the script, so the script's start-up (imports, building its dataset) is paid once.
 
 The parent names the settings and each one's batches (its start-up burst included); the first
@@ -10,7 +10,7 @@ come from the new one until the epoch ends. Epochs begun later start with the se
 A PHASE event marks each setting's first batch and names its worker processes.
 
 Loaders with ``persistent_workers=True`` keep their iterator across epochs and are never
-switched (the parent does not ask for points there); nor are iterable datasets, whose position
+switched (the parent does not ask for settings in turn there); nor are iterable datasets, whose position
 cannot be handed over.
 """
 
@@ -24,7 +24,7 @@ from fastload_cli.records import UNCHANGED, EventKind
 from fastload_cli.runner.child.batches import safe_len
 from fastload_cli.runner.child.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
 
-POINTS_LOCATION = "DataLoader (settings in turn)"
+IN_PROCESS_LOCATION = "DataLoader (settings in turn)"
 DEFAULT_PREFETCH = 2  # torch's own, for a loader built with none (num_workers=0) that gets workers
 
 
@@ -40,8 +40,8 @@ def on_next_signal(signum: int, frame: object) -> None:
 
 
 @dataclass
-class InProcessPoints(WorkersOverride):
-    """``points``: the settings of ``spec.points`` in turn, each for its batches or until the
+class InProcessSettings(WorkersOverride):
+    """``in-process``: the settings of ``spec.turns`` in turn, each for its batches or until the
     parent says its estimate is stable, whichever comes first."""
 
     _loaders: dict[int, Any] = field(default_factory=dict)  # loader id -> the loader, where it may switch
@@ -50,16 +50,16 @@ class InProcessPoints(WorkersOverride):
     _delivered: dict[int, int] = field(default_factory=dict)  # loader id -> its batches so far
 
     def before_init(self, arguments: dict[str, Any], loader_id: int) -> int | None:
-        if not self.spec.points:
+        if not self.spec.turns:
             return None
         original = int(arguments.get("num_workers", 0))
-        self.set_workers(arguments, loader_id, self.spec.points[0][0])
+        self.set_workers(arguments, loader_id, self.spec.turns[0][0])
         return original
 
     def after_init(self, loader: Any, loader_id: int) -> None:
         if loader._dataset_kind != 0 or loader.persistent_workers:
             why = "persistent workers" if loader.persistent_workers else "an iterable dataset"
-            self.channel.substitution(loader_id, POINTS_LOCATION, f"not switched: {why}", UNCHANGED)
+            self.channel.substitution(loader_id, IN_PROCESS_LOCATION, f"not switched: {why}", UNCHANGED)
             return
         self._loaders[loader_id] = loader
         self._setting[loader_id] = self._began[loader_id] = self._delivered[loader_id] = 0
@@ -84,9 +84,9 @@ class InProcessPoints(WorkersOverride):
         its last setting runs to the end."""
         self._delivered[state.loader_id] = state.batches
         at = self._setting[state.loader_id]
-        if at == len(self.spec.points) - 1 or state.batches < max(self._delivered.values()):
+        if at == len(self.spec.turns) - 1 or state.batches < max(self._delivered.values()):
             return False
-        if state.batches - self._began[state.loader_id] >= self.spec.points[at][1]:
+        if state.batches - self._began[state.loader_id] >= self.spec.turns[at][1]:
             return True
         if _Next.asked:
             _Next.asked = False
@@ -97,7 +97,7 @@ class InProcessPoints(WorkersOverride):
         """The next setting takes over the rest of this epoch from ``source``."""
         state = epoch.loader
         self._setting[state.loader_id] += 1
-        workers = self.spec.points[self._setting[state.loader_id]][0]
+        workers = self.spec.turns[self._setting[state.loader_id]][0]
         rest = source._sampler_iter
         stop_workers(source)
         loader.num_workers = workers
@@ -108,7 +108,7 @@ class InProcessPoints(WorkersOverride):
         self._mark(state, iterator._fastload_source)
 
     def _mark(self, state: LoaderState, source: Any) -> None:
-        workers, planned = self.spec.points[self._setting[state.loader_id]]
+        workers, planned = self.spec.turns[self._setting[state.loader_id]]
         self._began[state.loader_id] = state.batches
         self.channel.emit(
             EventKind.PHASE,

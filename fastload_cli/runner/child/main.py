@@ -145,7 +145,7 @@ def main() -> NoReturn:
         EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat, **_rank()
     )
     signal.signal(STOP_SIGNAL, _on_stop_signal)
-    if spec.mode.mode is Mode.POINTS:
+    if spec.mode.mode is Mode.IN_PROCESS:
         signal.signal(NEXT_SIGNAL, in_process.on_next_signal)
     reason, code = run_script(channel, script_file)
     _State.finished = True

@@ -259,7 +259,7 @@ class ReplayIterator:
 
 def stop_workers(iterator: Any) -> None:
     """Shut down a multiprocessing iterator's workers: in synthetic mode they have no more work,
-    and leaving them prefetching would take CPU from the step being measured (a points run: the
+    and leaving them prefetching would take CPU from the step being measured (an in-process run: the
     batches they had in hand are given up)."""
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:

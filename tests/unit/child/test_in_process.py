@@ -12,7 +12,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
 from fastload_cli.runner.child import in_process as points
 from fastload_cli.runner.child.modes import EpochState, LoaderState
-from tests.unit.test_interleave import Events
+from tests.unit.child.test_interleave import Events
 
 
 class Numbers(Dataset):
@@ -34,8 +34,8 @@ def run_epochs(settings: tuple[tuple[int, int], ...], epochs: int, nudge_at: int
         epoch.loader.batches += 1
         return batch
 
-    actuator = points.InProcessPoints(
-        spec=ChildSpec(mode=ModeSpec(mode=Mode.POINTS), points=settings), channel=events, timed=timed
+    actuator = points.InProcessSettings(
+        spec=ChildSpec(mode=ModeSpec(mode=Mode.IN_PROCESS), turns=settings), channel=events, timed=timed
     )  # type: ignore[arg-type]
     arguments: dict[str, Any] = {"dataset": Numbers(), "batch_size": 4, "shuffle": True}
     actuator.before_init(arguments, loader_id=1)
@@ -82,8 +82,8 @@ def test_a_setting_hands_over_when_the_parent_says_it_settled() -> None:
 
 def test_persistent_workers_are_never_switched() -> None:
     events = Events()
-    actuator = points.InProcessPoints(
-        spec=ChildSpec(mode=ModeSpec(mode=Mode.POINTS), points=((2, 3), (1, 3))), channel=events, timed=None
+    actuator = points.InProcessSettings(
+        spec=ChildSpec(mode=ModeSpec(mode=Mode.IN_PROCESS), turns=((2, 3), (1, 3))), channel=events, timed=None
     )  # type: ignore[arg-type]
     loader = DataLoader(Numbers(), num_workers=2, persistent_workers=True)
     actuator.after_init(loader, 1)

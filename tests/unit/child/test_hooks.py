@@ -121,7 +121,7 @@ def test_the_framework_that_builds_a_loader_is_found_on_the_stack() -> None:
 def test_the_loop_asking_past_an_epochs_last_batch_reports_the_epochs_end() -> None:
     from fastload_cli.runner.child.hooks import Hooks
     from fastload_cli.runner.child.modes import EpochState, LoaderState
-    from tests.unit.test_interleave import Events
+    from tests.unit.child.test_interleave import Events
 
     events = Events()
     hooks = Hooks(channel=events, spec=ChildSpec(mode=ModeSpec(mode=Mode.REAL)))  # type: ignore[arg-type]

@@ -7,9 +7,9 @@ rises in steps, the first setting of each step instead): the search refines only
 measurements disagree with the prediction. An epoch too short for a steady window never caps
 it: such a setting is measured across whole epochs, each one's start-up and drain included, as
 training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
-end it. Then the best setting and the script's own are confirmed as in ``sweep``.
+end it. Then the best setting and the script's own are confirmed as in ``climb``.
 
-Pure functions: the session runs what ``plan`` asks for.
+Pure functions: ``step.next_step`` asks ``plan`` once the script's own setting is measured.
 """
 
 from __future__ import annotations
@@ -17,42 +17,44 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fastload_cli.analyzer import sweep
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.predict import Curve
+from fastload_cli.analyzer.search.climb import NextSetting, confirmation
+from fastload_cli.analyzer.search.limits import Limits, capped
+from fastload_cli.analyzer.search.points import faster, plain, throughput, usable
+from fastload_cli.analyzer.search.predict import Curve
 from fastload_cli.records import SweepPoint
 
 
-def plan(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve: Curve) -> sweep.NextSetting:
+def plan(points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve) -> NextSetting:
     """Verify a prediction: the setting where predicted returns end, the one below it (do fewer
     workers do as well?), and the one above it while the measurements still rise. An epoch too
     short for a steady window never caps it (such settings are measured across whole epochs);
     memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS`` do."""
-    measured = sweep.plain(points)
+    measured = plain(points)
     failed = next((w for w, p in sorted(measured.items()) if p.throughput_samples_per_s is None), None)
     if failed is not None:
-        return sweep.NextSetting(sweep.confirmation(measured, limits, current), f"the run with {failed} workers failed")
-    target, stopped = sweep.capped(curve.best, points, limits)
+        return NextSetting(confirmation(measured, limits, current), f"the run with {failed} workers failed")
+    target, stopped = capped(curve.best, points, limits)
     tried = [w for w in measured if w != current]
     for workers in _around(target, measured, limits):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
-            return sweep.NextSetting(workers, stopped)
-    return sweep.NextSetting(sweep.confirmation(measured, limits, current), stopped)
+            return NextSetting(workers, stopped)
+    return NextSetting(confirmation(measured, limits, current), stopped)
 
 
-def pending(points: Sequence[SweepPoint], limits: sweep.Limits, current: int, curve: Curve) -> list[int]:
+def pending(points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve) -> list[int]:
     """The settings ``plan`` asks for, in order, before any of them could change its course: those
     of ``_around`` not measured yet, within ``PREDICT_MAX_SETTINGS``; none after a failed run."""
-    measured = sweep.plain(points)
+    measured = plain(points)
     if any(p.throughput_samples_per_s is None for p in measured.values()):
         return []
-    target, _ = sweep.capped(curve.best, points, limits)
+    target, _ = capped(curve.best, points, limits)
     left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
     wanted = [w for w in dict.fromkeys(_around(target, measured, limits)) if w not in measured]
     return wanted[: max(0, left)]
 
 
-def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
+def _around(target: int, measured: dict[int, SweepPoint], limits: Limits) -> list[int]:
     """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
     ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),
     one above it (half as many more). Over whole epochs, the steps of ``_steps`` instead."""
@@ -67,7 +69,7 @@ def _around(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) 
     return wanted
 
 
-def _steps(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -> list[int]:
+def _steps(target: int, measured: dict[int, SweepPoint], limits: Limits) -> list[int]:
     """Over whole epochs, where throughput rises in steps (``fewest_for_rounds``): the first
     setting of ``target``'s step, the first of the step above it (one round fewer), and while the
     highest measured setting is the fastest (beyond the noise), the first of the step above that."""
@@ -77,7 +79,7 @@ def _steps(target: int, measured: dict[int, SweepPoint], limits: sweep.Limits) -
     return [*wanted, *_step_up(top, limits)] if top is not None else wanted
 
 
-def _step_up(workers: int, limits: sweep.Limits) -> list[int]:
+def _step_up(workers: int, limits: Limits) -> list[int]:
     """The fewest workers that load an epoch in one round fewer than ``workers`` do, within
     ``max_workers``; none where one round is already enough."""
     batches = limits.epoch_batches or 0
@@ -89,16 +91,16 @@ def _step_up(workers: int, limits: sweep.Limits) -> list[int]:
 def _rising_top(measured: dict[int, SweepPoint], wanted: list[int]) -> int | None:
     """Once ``wanted`` is measured: the highest setting measured when it is also the fastest,
     beyond the noise (the measurements still rise), else None."""
-    ok = sweep.usable(measured.values())
+    ok = usable(measured.values())
     if not ok or not all(w in measured for w in wanted):
         return None
-    top = max(ok, key=sweep.throughput)
+    top = max(ok, key=throughput)
     others = [p for p in ok if p.workers < top.workers]
-    rising = top.workers == max(measured) and (not others or sweep.faster(top, max(others, key=sweep.throughput)))
+    rising = top.workers == max(measured) and (not others or faster(top, max(others, key=throughput)))
     return top.workers if rising else None
 
 
-def fewest_for_rounds(target: int, limits: sweep.Limits) -> int:
+def fewest_for_rounds(target: int, limits: Limits) -> int:
     """Where ``target`` is measured over whole epochs: the fewest workers that load an epoch in as
     many rounds as ``target`` does (0 otherwise).
 

@@ -1,5 +1,5 @@
-"""A points run (several num_workers settings in turn in one run) cut into its settings' runs,
-and the settings a sweep measures that way."""
+"""An in-process run (several num_workers settings in turn in one run) cut into its settings'
+runs, and the settings a sweep measures that way (``search/in_process.py``, ``search/step.py``)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,19 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import next_runs, sweep
+from fastload_cli.analyzer import search
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.points import phase_settled, point_runs
-from fastload_cli.records import Mode, ModeSpec, PhaseMark, StopReason, Streamed, Substitution
+from fastload_cli.analyzer.search import sizing, step
+from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
+from fastload_cli.records import Mode, ModeSpec, PhaseMark, RunResult, RunSummary, StopReason, Streamed, Substitution
 from tests.unit import builders as b
 
 
-def points_run() -> object:
+def in_process_run() -> object:
     # one 200-batch epoch: 2 workers for batches 1-40 (a 40 ms step, all loading), then 4 workers
     # (20 ms) for 41-100: the first 8 of those wait 100 ms (new workers starting), the rest 20 ms
     waits = [100] + [40] * 39 + [100] * 8 + [20] * 52
-    found = b.run("points", b.batches(waits, 0), loaders=[b.loader(num_workers=2)], warmup=4)
+    found = b.run("in-process", b.batches(waits, 0), loaders=[b.loader(num_workers=2)], warmup=4)
     marks = (
         PhaseMark(loader_id=1, batch=0, phase="workers=2", worker_pids=(11, 12)),
         PhaseMark(loader_id=1, batch=40, phase="workers=4", worker_pids=(21, 22, 23, 24)),
@@ -29,8 +30,8 @@ def points_run() -> object:
     return dataclasses.replace(found, phases=marks, substitutions=(workers,))
 
 
-def test_a_points_run_is_cut_into_one_workers_run_per_setting() -> None:
-    first, second = point_runs(points_run())
+def test_an_in_process_run_is_cut_into_one_workers_run_per_setting() -> None:
+    first, second = runs_of(in_process_run())
     assert first.spec == ModeSpec(mode=Mode.WORKERS, workers=2) and first.label == "workers=2"
     assert second.label == "workers=4" and second.loaders[0].num_workers == 4
     assert [len(first.batches), len(second.batches)] == [40, 60]
@@ -48,40 +49,47 @@ def test_a_points_run_is_cut_into_one_workers_run_per_setting() -> None:
 
 
 def test_a_run_without_marks_stands_for_no_setting() -> None:
-    assert point_runs(dataclasses.replace(points_run(), phases=())) == ()
+    assert runs_of(dataclasses.replace(in_process_run(), phases=())) == ()
 
 
 def test_the_first_setting_keeps_the_runs_warm_up_and_later_ones_lead_with_their_burst() -> None:
     loader = b.loader(num_workers=2)  # 10,000 samples in batches of 32: a long epoch
-    warmup, phases = next_runs.points_batches((2, 4), loader, 5, 30)
+    warmup, phases = sizing.in_turn((2, 4), loader, 5, 30)
     assert warmup == 5 and phases == ((2, 5 + 30), (4, 8 + 30))
+
+
+def together(runs: list[RunResult], summaries: list[RunSummary], limits: search.Limits) -> tuple[int, ...]:
+    """The settings the search's next step measures in turn, as the session would see them."""
+    found = search.state(runs, summaries, limits)
+    workers = step.next_setting(found).workers
+    return step.in_process_settings(found, workers) if workers is not None else ()
 
 
 def test_a_sweep_measures_in_one_run_only_what_it_knows_it_will_measure() -> None:
     own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
     runs, summaries = [own], [summarize(own)]
-    grid = sweep.Limits(grid=(1, 4, 8), in_process=True)
-    assert next_runs.together(runs, summaries, grid) == (1, 4, 8)
-    assert next_runs.together(runs, summaries, dataclasses.replace(grid, in_process=False)) == ()  # the default
+    grid = search.Limits(grid=(1, 4, 8), in_process=True)
+    assert together(runs, summaries, grid) == (1, 4, 8)
+    assert together(runs, summaries, dataclasses.replace(grid, in_process=False)) == ()  # the default
     persistent = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], persistent_workers=True),))
-    assert next_runs.together([persistent], [summarize(persistent)], grid) == ()
+    assert together([persistent], [summarize(persistent)], grid) == ()
     # a setting whose epoch leaves no steady window is measured over whole epochs, in its own run,
     # after the first epoch; so is every setting compared with it, each in its own run too
     short = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], dataset_len=40 * 32),))
-    assert next_runs.together([short], [summarize(short)], grid) == ()
-    assert next_runs.together([short], [summarize(short)], dataclasses.replace(grid, grid=(1, 4))) == (1, 4)
+    assert together([short], [summarize(short)], grid) == ()
+    assert together([short], [summarize(short)], dataclasses.replace(grid, grid=(1, 4))) == (1, 4)
 
 
 def test_a_setting_that_handed_over_before_its_planned_batches_had_settled() -> None:
-    run = points_run()
+    run = in_process_run()
     marks = (dataclasses.replace(run.phases[0], planned=60), dataclasses.replace(run.phases[1], planned=60))
-    first, second = point_runs(dataclasses.replace(run, phases=marks))
+    first, second = runs_of(dataclasses.replace(run, phases=marks))
     assert first.stop_reason is StopReason.SETTLED  # 40 of its 60 batches
     assert second.stop_reason is run.stop_reason  # the last one ended with the run
 
 
 def test_the_setting_in_force_is_settled_on_its_own_batches() -> None:
-    run = points_run()
+    run = in_process_run()
 
     def streamed(batches: int) -> Streamed:
         return Streamed(
@@ -94,8 +102,8 @@ def test_the_setting_in_force_is_settled_on_its_own_batches() -> None:
         )
 
     # the second setting's 52 steady batches at 20 ms: settled; its first 12 (8 of them start-up): not yet
-    assert phase_settled(streamed(100))
-    assert not phase_settled(streamed(52))
-    assert not phase_settled(dataclasses.replace(streamed(100), phases=()))
+    assert setting_settled(streamed(100))
+    assert not setting_settled(streamed(52))
+    assert not setting_settled(dataclasses.replace(streamed(100), phases=()))
     # the next setting marked, its first batch not yet delivered
-    assert not phase_settled(dataclasses.replace(streamed(40), phases=run.phases))
+    assert not setting_settled(dataclasses.replace(streamed(40), phases=run.phases))

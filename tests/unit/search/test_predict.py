@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.predict import Epochs, Rates, error, from_runs, predict, rates
+from fastload_cli.analyzer.search.predict import Epochs, Rates, error, from_runs, predict, rates
 from tests.unit import builders as b
 
 

@@ -1,9 +1,9 @@
-"""A points run (``runner/points.py``: several num_workers settings in one run of the script) as
-the workers=N runs it stands for, cut at its PHASE marks.
+"""An in-process run (``runner/child/in_process.py``: several num_workers settings in turn in one
+run of the script) as the workers=N runs it stands for, cut at its PHASE marks.
 
 Each setting's run holds the batches it delivered, its own start-up burst as warm-up (the new
 workers start with nothing prefetched), the machine's samples of its span, and a start-up that
-begins when it took over. Where a setting can be measured this way is decided in ``next_runs``.
+begins when it took over. Where a setting can be measured this way is decided in ``step``.
 
 Pure functions.
 """
@@ -30,8 +30,8 @@ from fastload_cli.records import (
 )
 
 
-def point_runs(run: RunResult) -> tuple[RunResult, ...]:
-    """One workers=N run per setting the points run measured, in order; none without marks."""
+def runs_of(run: RunResult) -> tuple[RunResult, ...]:
+    """One workers=N run per setting the in-process run measured, in order; none without marks."""
     marks, own = _marks(run)
     if not marks:
         return ()
@@ -47,8 +47,8 @@ def point_runs(run: RunResult) -> tuple[RunResult, ...]:
     return tuple(found)
 
 
-def phase_settled(run: Streamed) -> bool:
-    """The setting in force in a points run in flight has a stable estimate (``settle.settled``
+def setting_settled(run: Streamed) -> bool:
+    """The setting in force in an in-process run in flight has a stable estimate (``settle.settled``
     on its batches since it took over): the parent moves the run on to the next one."""
     marks, own = _marks(run)
     if not marks or len(own) <= marks[-1].batch:  # none in force, or nothing delivered under it yet
@@ -64,9 +64,9 @@ def _marks(run: RunResult | Streamed) -> tuple[list[PhaseMark], list[BatchRecord
 
 
 def _as_run(run: Streamed) -> RunResult:
-    """A run in flight, as a finished run of a points run reads (the fields ``_point`` needs)."""
+    """A run in flight, as a finished run of an in-process run reads (the fields ``_point`` needs)."""
     return RunResult(
-        spec=ModeSpec(mode=Mode.POINTS),
+        spec=ModeSpec(mode=Mode.IN_PROCESS),
         status=RunStatus.OK,
         stop_reason=StopReason.ENOUGH_BATCHES,
         requested_batches=run.requested_batches,

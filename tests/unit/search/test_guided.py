@@ -7,13 +7,14 @@ import math
 
 import pytest
 
-from fastload_cli.analyzer import guided, next_runs, sweep
+from fastload_cli.analyzer import search
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.predict import Curve
-from fastload_cli.analyzer.sweep import Limits
+from fastload_cli.analyzer.search import guided, outcome, sizing, step
+from fastload_cli.analyzer.search.limits import Limits
+from fastload_cli.analyzer.search.predict import Curve
 from fastload_cli.records import Mode, ModeSpec
 from tests.unit import builders as b
-from tests.unit.test_sweep import Model, latency_bound, pt
+from tests.unit.search.sweeps import Model, latency_bound, pt
 
 
 def curve(best: int, top: int = 32) -> Curve:
@@ -65,7 +66,7 @@ def test_a_failed_setting_ends_the_search() -> None:
 
 def test_the_prediction_and_its_error_are_reported() -> None:
     points = [pt(2, 20.0), pt(8, 90.0), pt(6, 60.0)]
-    result = sweep.conclude(points, 2, Limits(), cpu_count=2, curve=curve(8))
+    result = outcome.conclude(points, 2, Limits(), cpu_count=2, curve=curve(8))
     assert result is not None and result.predicted_best == 8
     # predicted 80 at 8 (measured 90: off 11%) and 60 at 6 (measured 60: 0%): median 5.6%
     assert result.prediction_error == pytest.approx((10 / 90) / 2)
@@ -74,10 +75,10 @@ def test_the_prediction_and_its_error_are_reported() -> None:
 def test_epochs_that_restart_their_workers_are_named_where_returns_end() -> None:
     limits = Limits(epoch_batches=25)  # 8 workers x (2 x 2 prefetched + 3 rounds) > 25: no steady state
     points = [dataclasses.replace(pt(w, r), startup_s=0.6) for w, r in ((2, 200.0), (8, 600.0), (12, 600.0))]
-    result = sweep.conclude(points, 2, limits, cpu_count=2, curve=curve(8))
+    result = outcome.conclude(points, 2, limits, cpu_count=2, curve=curve(8))
     assert result is not None and result.diminishing_at == 8
     assert result.reason.startswith("epochs restart the workers: at 8 workers an epoch of 25 batches")
-    kept = sweep.conclude(points, 2, dataclasses.replace(limits, persistent_workers=True), 2, curve(8))
+    kept = outcome.conclude(points, 2, dataclasses.replace(limits, persistent_workers=True), 2, curve(8))
     assert kept is not None and not kept.reason.startswith("epochs restart")
 
 
@@ -88,34 +89,36 @@ def test_a_setting_whose_epoch_has_no_steady_window_is_measured_over_whole_epoch
     # its start-up out), and the run takes the next epoch's first batch: the last epoch's end
     # (its last step, its workers' shutdown) is then behind it
     short = dataclasses.replace(b.loader(num_workers=2), dataset_len=25 * 32)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=2), short, 5, 30) == (5, 30)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (25, 76)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=2), short, 5, 30) == (5, 30)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30) == (25, 76)
     # the loader's own length counts the last, partial batch: 26 batches of 1,000 samples in 40s;
     # more batches asked for than three epochs hold are rounded up to whole epochs
     partial = dataclasses.replace(short, dataset_len=1000, batch_size=40, batches_per_epoch=26)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 5, 30) == (26, 79)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 30, 90) == (52, 105)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 5, 30) == (26, 79)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=14), partial, 30, 90) == (52, 105)
     # a long epoch keeps the rounds rule: three batches per worker at least
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=16), b.loader(), 5, 30) == (32, 48)
     # after the first epoch: a warm-up of whole epochs whatever the setting, then its own window
     two = ModeSpec(mode=Mode.WORKERS, workers=2)
-    assert next_runs.point_batches(two, short, 5, 30, later=True) == (25, 30)
-    assert next_runs.point_batches(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30, later=True) == (25, 76)
-    assert next_runs.point_batches(two, b.loader(), 5, 30, later=True) == (312, 30)  # 10,000 samples in 32s
+    assert sizing.sized(two, short, 5, 30, later=True) == (25, 30)
+    assert sizing.sized(ModeSpec(mode=Mode.WORKERS, workers=8), short, 5, 30, later=True) == (25, 76)
+    assert sizing.sized(two, b.loader(), 5, 30, later=True) == (312, 30)  # 10,000 samples in 32s
 
 
 def test_a_sweep_measures_after_the_first_epoch_where_it_compares_with_whole_epochs() -> None:
     own = b.run("real", b.batches([10] * 60, 30), loaders=[b.loader(num_workers=2)])
     short = dataclasses.replace(own, loaders=(dataclasses.replace(own.loaders[0], dataset_len=25 * 32),))
-    grid = sweep.Limits(grid=(1, 8))
+    grid = Limits(grid=(1, 8))
     # 8 workers leave no steady window in 25 batches: every setting of this grid after the first epoch
-    assert next_runs.after_first_epoch([short], [summarize(short)], grid)
-    assert not next_runs.after_first_epoch([short], [summarize(short)], dataclasses.replace(grid, grid=(1, 3)))
-    assert not next_runs.after_first_epoch([own], [summarize(own)], grid)  # 312-batch epochs: a steady window
+    assert step.after_first_epoch(search.state([short], [summarize(short)], grid))
+    assert not step.after_first_epoch(search.state([short], [summarize(short)], dataclasses.replace(grid, grid=(1, 3))))
+    assert not step.after_first_epoch(search.state([own], [summarize(own)], grid))  # 312-batch epochs: a steady window
     # once one setting was measured after the first epoch, so is every later one
     later = dataclasses.replace(short, spec=ModeSpec(mode=Mode.WORKERS, workers=8), warmup_batches=25)
     runs = [short, later]
-    assert next_runs.after_first_epoch(runs, [summarize(r) for r in runs], dataclasses.replace(grid, grid=(1, 3)))
+    assert step.after_first_epoch(
+        search.state(runs, [summarize(r) for r in runs], dataclasses.replace(grid, grid=(1, 3)))
+    )
 
 
 def test_over_whole_epochs_the_search_measures_the_first_setting_of_each_step() -> None:

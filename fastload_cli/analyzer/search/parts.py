@@ -4,7 +4,7 @@ A DataLoader's workers are forked by the process that trains, with its malloc th
 first epoch's, forked before it has trained, can run up to a fifth slower than later epochs'
 (docs/benchmarks.md, "The first epoch runs slower"). A sweep compares settings measured in one
 part: once one is measured after the first epoch (over whole epochs, whose warm-up is an epoch),
-the others are measured after it too (``next_runs.after_first_epoch``), and these functions say
+the others are measured after it too (``step.after_first_epoch``), and these functions say
 which measurements count and which settings to measure again.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.search.points import throughput, usable
 from fastload_cli.records import SweepPoint
 
 INSIDE_FIRST_EPOCH = (
@@ -53,12 +54,3 @@ def apart(measured: dict[int, SweepPoint]) -> tuple[str, ...]:
     far below them (``FIRST_EPOCH_MARGIN``), or their second run failed or was interrupted."""
     inside = ", ".join(f"workers={w}" for w in inside_first_epoch(list(measured.values())))
     return (f"{inside}: {INSIDE_FIRST_EPOCH}",) if inside else ()
-
-
-def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
-    """The points whose runs measured a throughput."""
-    return [p for p in points if p.throughput_samples_per_s is not None]
-
-
-def throughput(p: SweepPoint) -> float:
-    return p.throughput_samples_per_s or 0.0

@@ -1,0 +1,85 @@
+"""What the search may measure: ``Limits`` (as asked on the command line, bounded for the loader
+being swept), and what a setting's processes would need of the machine's memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import epoch_batches, steady_window
+from fastload_cli.config import DEFAULT_MAX_WORKERS
+from fastload_cli.formatting import size
+from fastload_cli.records import LoaderInfo, SweepPoint
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_workers: int = DEFAULT_MAX_WORKERS
+    memory_budget_bytes: int | None = None  # what one setting's processes may use together
+    grid: tuple[int, ...] | None = None  # measure exactly these settings (and the script's own)
+    refine: int = th.SWEEP_REFINE_POINTS
+    confirm: bool = True  # measure the best and the script's own setting twice when they differ
+    epoch_batches: int | None = None  # batches per epoch of the loader being swept
+    prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
+    min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
+    persistent_workers: bool = False  # the loader keeps its workers across epochs
+    guided: bool = True  # start from the prediction (``predict``, ``guided``) once the own setting is measured
+    in_process: bool = False  # settings in turn in one run of the script where the loader allows it
+
+    def with_loader(self, loader: LoaderInfo | None) -> Limits:
+        """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""
+        if loader is None:
+            return self
+        return replace(
+            self,
+            epoch_batches=epoch_batches(loader),
+            prefetch_factor=loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR,
+            persistent_workers=loader.persistent_workers,
+        )
+
+    def too_many(self, workers: int) -> str | None:
+        """Why ``workers`` cannot be measured with this loader, if it cannot: an epoch starts with
+        ``workers * prefetch_factor`` batches arriving at once and ends draining as many, and
+        between the two it must hold a few rounds of one batch per worker for a steady rate."""
+        epoch = self.epoch_batches
+        if epoch is None or not workers or steady_window(workers, self.prefetch_factor, epoch):
+            return None
+        need = max(th.MIN_STEADY_BATCHES, th.SWEEP_ROUNDS * workers)
+        return (
+            f"an epoch has {epoch} batches: {workers} workers would prefetch {workers * self.prefetch_factor} "
+            f"of them at its start and drain as many at its end, leaving fewer than the {need} a steady "
+            "window needs"
+        )
+
+
+def capped(workers: int, points: Sequence[SweepPoint], limits: Limits) -> tuple[int, str | None]:
+    """``workers``, or the most under it that ``max_workers`` and the memory left allow, and why."""
+    if workers > limits.max_workers:
+        return limits.max_workers, f"it reached --max-workers {limits.max_workers}"
+    for n in range(workers, 0, -1):
+        why = over_budget(points, n, limits)
+        if why is None:
+            return n, None if n == workers else over_budget(points, workers, limits)
+    return 0, None
+
+
+def projected_rss(points: Sequence[SweepPoint], workers: int) -> int | None:
+    """Process-tree RSS at ``workers``, extrapolated from the two largest settings measured.
+
+    RSS counts pages a worker shares with the main process in each process, so this errs high.
+    """
+    known = sorted({p.workers: p.rss_bytes for p in points if p.rss_bytes and p.variant is None}.items())
+    if len(known) < 2 or workers <= known[-1][0]:
+        return None
+    (w1, r1), (w2, r2) = known[-2], known[-1]
+    per_worker = max(0.0, (r2 - r1) / (w2 - w1))
+    return int(r2 + per_worker * (workers - w2))
+
+
+def over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
+    need = projected_rss(points, workers)
+    budget = limits.memory_budget_bytes
+    if need is None or budget is None or need <= budget:
+        return None
+    return f"{workers} workers would need about {size(need)} of memory and {size(budget)} is free"

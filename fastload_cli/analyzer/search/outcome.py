@@ -1,0 +1,157 @@
+"""What a num_workers search's measured settings say: the setting to use, its measured speedup
+over the script's own, where returns end and why, and the sentences that say so (the evidence,
+the report and the advice quote them). Pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.search import parts
+from fastload_cli.analyzer.search.climb import climb
+from fastload_cli.analyzer.search.limits import Limits, capped
+from fastload_cli.analyzer.search.points import faster, merge, noise, plain, throughput, usable
+from fastload_cli.analyzer.search.predict import Curve, error
+from fastload_cli.formatting import capitalised, pct, size
+from fastload_cli.records import SweepPoint, SweepResult
+
+
+def conclude(
+    points: Sequence[SweepPoint], current: int | None, limits: Limits, cpu_count: int | None, curve: Curve | None = None
+) -> SweepResult | None:
+    """The setting to use, its measured speedup over the script's own, and where returns end;
+    with the prediction the search started from (``curve``), and how far off it was."""
+    measured = plain(points)
+    ok = usable(measured.values())
+    if not ok:
+        return None
+    best = max(ok, key=throughput)
+    near_best = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
+    chosen = min(near_best, key=lambda p: p.workers)
+    knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
+    base = measured.get(current) if current is not None else None
+    if base is not None and base.throughput_samples_per_s is None:
+        base = None
+    variant = _better_variant(points, chosen)
+    top = variant or chosen
+    significant = base is not None and faster(top, base)
+    if base is not None and not significant:
+        chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
+    stopped = _stopped(points, limits, curve)
+    # A limit cut the search short while the most workers measured were as fast as any (within the
+    # noise): returns had not ended yet, as far as anything measured shows.
+    highest = measured[max(measured)]
+    rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
+    result = SweepResult(
+        points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
+        current_workers=current,
+        best_workers=best.workers,
+        recommended_workers=chosen.workers,
+        recommended_variant=variant.variant if variant else None,
+        speedup=throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None,
+        noise=noise(top, base) if base is not None else th.SWEEP_NOISE_FLOOR,
+        significant=significant,
+        memory_cost_bytes=(
+            top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
+        ),
+        diminishing_at=None if rising else knee.workers,
+        reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
+        stopped=stopped,
+        caveats=(*across_epochs(measured, limits), *parts.apart(measured)),
+        **_predicted(curve, measured, current),
+    )
+    return replace(result, conclusion=conclusion(result), returns=returns(result))
+
+
+def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None) -> str | None:
+    """Why the search ended before returns were seen to end, when a limit ended it."""
+    if limits.grid is not None:
+        return None
+    return capped(curve.best, points, limits)[1] if curve is not None else climb(points, limits)[1]
+
+
+def _predicted(curve: Curve | None, measured: dict[int, SweepPoint], current: int | None) -> dict[str, Any]:
+    """The prediction's curve and best setting, and its error at the settings measured to verify it."""
+    if curve is None:
+        return {}
+    verified = [(w, throughput(p)) for w, p in measured.items() if w != current and p.throughput_samples_per_s]
+    return {"predicted": curve.points, "predicted_best": curve.best, "prediction_error": error(curve, verified)}
+
+
+def conclusion(result: SweepResult) -> str:
+    """What the sweep says to do, in one sentence: the evidence, the report and the advice quote it."""
+    if result.significant and result.speedup is not None:
+        setting = f"num_workers={result.recommended_workers}"
+        if result.recommended_variant:
+            setting += f", {result.recommended_variant}"
+        cost = result.memory_cost_bytes
+        memory = f", {size(abs(cost))} {'more' if cost > 0 else 'less'} memory" if cost else ""
+        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
+    if result.speedup is not None:
+        return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
+    return f"The highest throughput was measured at {result.best_workers} workers."
+
+
+def returns(result: SweepResult) -> str:
+    """Where returns end and why, in one sentence."""
+    if result.diminishing_at is None:
+        return f"{capitalised(result.reason)}."
+    return f"Returns end at {result.diminishing_at} workers: {result.reason}."
+
+
+def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
+    """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
+    variants = usable(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
+    winner = max(variants, key=throughput, default=None)
+    return winner if winner is not None and faster(winner, plain) else None
+
+
+def across_epochs(measured: dict[int, SweepPoint], limits: Limits) -> tuple[str, ...]:
+    """Settings asked for on the command line whose epoch leaves no steady window: their window
+    spans epoch boundaries, so their figures include start-ups and drains, unlike the others'."""
+    if limits.grid is None:
+        return ()
+    return tuple(
+        f"workers={w}: {why}; measured as asked, its window spans epochs, their start-ups and drains "
+        "included, so it is not a steady-state rate like the other settings'"
+        for w in sorted(measured)
+        if w in limits.grid and (why := limits.too_many(w))
+    )
+
+
+def still_rising(highest: SweepPoint, stopped: str) -> str:
+    return f"returns had not ended at {highest.workers} workers, the most the search could try: {stopped}"
+
+
+def why_returns_end(knee: SweepPoint, cpu_count: int | None, limits: Limits | None = None) -> str:
+    """Why more workers than ``knee`` did not help, from what was measured at the knee."""
+    n = knee.workers
+    busy, wait, loaders = knee.system_cpu_busy_fraction, knee.data_wait_fraction, knee.loader_busy_fraction
+    if limits is not None and not limits.persistent_workers and limits.too_many(n) and knee.startup_s:
+        return (
+            f"epochs restart the workers: at {n} workers an epoch of {limits.epoch_batches} batches has no steady "
+            f"state, and each one starts with {knee.startup_s:.2f} s of worker start-up before its first batch, "
+            "which more workers lengthen (persistent_workers=True starts them once)"
+        )
+    if busy is not None and busy >= th.CPU_SATURATED:
+        cores = f"the {cpu_count} CPUs" if cpu_count else "the CPUs"
+        return f"cores saturated: {cores} were {pct(busy)} busy at {n} workers, so more workers only share them"
+    if wait is not None and wait < th.WAIT_COMPUTE_BOUND:
+        if n and loaders is not None and loaders <= th.LOADER_IDLE:
+            return (
+                f"IO latency hidden: {n} workers keep enough reads in flight (each busy only {pct(loaders)} "
+                f"of the time) that the loop waits for data {pct(wait)} of the time; the step is now the limit"
+            )
+        return f"step-bound: at {n} workers the loop waits for data {pct(wait)} of the time; the step is the limit"
+    detail = ", ".join(
+        text
+        for text in (
+            f"the loop still waited {pct(wait)} of the time" if wait is not None else "",
+            f"the CPUs were {pct(busy)} busy" if busy is not None else "",
+        )
+        if text
+    )
+    detail = detail or "no CPU or wait figures"
+    return f"throughput stopped rising at {n} workers ({detail}); the cause was not measured"

@@ -1,0 +1,73 @@
+"""Measured settings (``SweepPoint``): one from a run's summary, several runs of one setting as
+one, and when one setting beats another beyond the noise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.records import RunSummary, SweepPoint
+
+
+def point(summary: RunSummary) -> SweepPoint:
+    """A measured setting, from its run's summary."""
+    ok = summary.batches > 0 and summary.throughput_samples_per_s is not None
+    return SweepPoint(
+        workers=summary.num_workers or 0,
+        mode=summary.mode,
+        throughput_samples_per_s=summary.throughput_samples_per_s if ok else None,
+        spread=summary.throughput_spread,
+        data_wait_fraction=summary.data_wait_fraction,
+        system_cpu_busy_fraction=summary.system_cpu_busy_fraction,
+        loader_busy_fraction=summary.loader_busy_fraction,
+        rss_bytes=summary.rss_bytes,
+        startup_s=summary.startup_s,
+        variant=summary.variant,
+    )
+
+
+def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+    """The points whose runs measured a throughput."""
+    return [p for p in points if p.throughput_samples_per_s is not None]
+
+
+def throughput(p: SweepPoint) -> float:
+    return p.throughput_samples_per_s or 0.0
+
+
+def noise(a: SweepPoint, b: SweepPoint) -> float:
+    """The relative difference below which a and b cannot be told apart."""
+    return max(th.SWEEP_NOISE_FLOOR, a.spread or 0.0, b.spread or 0.0)
+
+
+def faster(a: SweepPoint, b: SweepPoint) -> bool:
+    """a's throughput beats b's by more than the noise of either run."""
+    if a.throughput_samples_per_s is None or b.throughput_samples_per_s is None:
+        return False
+    return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
+
+
+def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+    """One point per setting: a setting measured more than once gets its runs' mean throughput,
+    and a spread that covers the difference between the runs as well as within each."""
+    groups: dict[tuple[int, str | None], list[SweepPoint]] = {}
+    for p in points:
+        groups.setdefault((p.workers, p.variant), []).append(p)
+    merged = []
+    for group in groups.values():
+        ok = usable(group)
+        if len(group) == 1 or not ok:
+            merged.append(group[-1])
+            continue
+        rates = [throughput(p) for p in ok]
+        mean = sum(rates) / len(rates)
+        between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
+        within = max((p.spread for p in ok if p.spread is not None), default=0.0)
+        merged.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
+    return merged
+
+
+def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
+    """Points without prefetch_factor / pin_memory overrides, one per worker count."""
+    return {p.workers: p for p in merge(points) if p.variant is None}

@@ -1,0 +1,151 @@
+"""The search's one question: what do we measure next? ``next_step(state)`` answers it with a
+``Step`` already sized, or None when the search is done; the session only executes steps.
+
+In order:
+1. The command's first run measured a setting before fastload had seen the loader, and that
+   loader's epochs turn out too short for a steady window at it: the setting again, in whole
+   epochs, in place of that run.
+2. A setting measured inside the script's first epoch beside others measured after it, which
+   the comparison could turn on (``parts.again_after_first_epoch``): again, after it.
+3. The next setting of the plan: the prediction verified (``guided``), the grid asked for, or the
+   climb (``climb``). Several settings the plan knows in advance go in turn in one run of the
+   script where the loader allows it (in-process); otherwise each in a run of its own, after the
+   first epoch once the search measures there (``after_first_epoch``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from fastload_cli.analyzer.metrics import epoch_batches
+from fastload_cli.analyzer.search import climb, guided, parts
+from fastload_cli.analyzer.search.climb import NextSetting
+from fastload_cli.analyzer.search.sizing import in_turn, sized, whole_epochs
+from fastload_cli.analyzer.search.state import State
+from fastload_cli.records import Mode, ModeSpec
+
+AGAIN_AFTER_FIRST_EPOCH = "measuring again after the first epoch, like the settings it is compared with"
+AGAIN_IN_WHOLE_EPOCHS = "an epoch is too short for a steady window at this setting: measuring whole epochs"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """What the search measures next, sized: one setting in a run of its own, or several in turn
+    in one run of the script (``turns``: each setting's workers and batches, its burst included)."""
+
+    specs: tuple[ModeSpec, ...]
+    warmup: int
+    max_batches: int  # measured batches after the warm-up (in turn: every setting's together)
+    turns: tuple[tuple[int, int], ...] = ()
+    first: bool = False  # the command's first run to measure: it must measure a batch
+    again: bool = False  # measured again in place of the last run
+    note: str = ""  # what the user is told before it runs
+
+    @property
+    def in_process(self) -> bool:
+        return bool(self.turns)
+
+
+def next_step(state: State) -> Step | None:
+    """The step the search takes next; None when it is done."""
+    again = _again_in_whole_epochs(state)
+    if again is not None:
+        return again
+    workers = next_setting(state).workers
+    if workers is None:
+        return None
+    settings = in_process_settings(state, workers)
+    if settings:
+        return _in_turn(state, settings)
+    spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
+    later = workers in parts.again_after_first_epoch(state.points)
+    return single(state, spec, note=AGAIN_AFTER_FIRST_EPOCH if later else "")
+
+
+def next_setting(state: State) -> NextSetting:
+    """The num_workers setting the plan measures next, from the settings measured so far."""
+    again = parts.again_after_first_epoch(state.points)
+    if again:
+        return NextSetting(again[0])
+    if state.prediction is not None and state.current is not None:
+        return guided.plan(state.points, state.limits, state.current, state.prediction)
+    return climb.plan(state.points, state.limits, state.current)
+
+
+def single(state: State, spec: ModeSpec, note: str = "") -> Step:
+    """``spec`` in a run of its own, after the first epoch where the search measures there."""
+    sizing = state.sizing
+    warmup, batches = sized(spec, state.loader, sizing.warmup, sizing.max_batches, later=after_first_epoch(state))
+    return Step(specs=(spec,), warmup=warmup, max_batches=batches, first=not state.measured_any, note=note)
+
+
+def after_first_epoch(state: State) -> bool:
+    """The search measures its next settings after the script's first epoch, as it measures those
+    whose epoch has no steady window (their warm-up is whole epochs): once it has measured one,
+    or where the grid asked for or the prediction to verify holds one. The first epoch's workers
+    can run slower than later epochs' (``parts.comparable``); settings are compared in one part."""
+    if not epoch_batches(state.loader):
+        return False
+    if any(p.after_first_epoch for p in state.points):
+        return True
+    planned: tuple[int, ...] | list[int] = state.limits.grid or ()
+    if state.prediction is not None and state.current is not None:
+        planned = guided.pending(state.points, state.limits, state.current, state.prediction)
+    return any(whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=w), state.loader) for w in planned)
+
+
+def in_process_settings(state: State, workers: int) -> tuple[int, ...]:
+    """The settings from ``workers`` on that one run of the script can measure in turn
+    (``runner/child/in_process.py``), in order; none where fewer than two can. The plan must know
+    them all before measuring any (the grid, or the settings that verify a prediction), and each
+    must have a steady window inside an epoch: the switch lands mid-epoch, so a setting measured
+    over whole epochs keeps its own run, as do settings measured after the first epoch, a loader
+    whose workers persist across epochs, a data-parallel job, and every setting after an
+    in-process run that gave fewer settings their turn than it asked."""
+    limits, loader = state.limits, state.loader
+    if not limits.in_process or state.sizing.job or state.in_process_short:
+        return ()
+    if loader is None or loader.persistent_workers or not limits.epoch_batches or after_first_epoch(state):
+        return ()
+    wanted = _known_in_advance(state)
+    if not wanted or wanted[0] != workers:
+        return ()
+    fit = tuple(itertools.takewhile(lambda w: limits.too_many(w) is None, wanted))
+    return fit if len(fit) > 1 else ()
+
+
+def _known_in_advance(state: State) -> list[int]:
+    """The settings the plan will ask for, in order, before any of them could change its course."""
+    if state.limits.grid is not None:
+        measured = {p.workers for p in state.points if p.variant is None}
+        asked = (*state.limits.grid, *([state.current] if state.current is not None else []))
+        return [w for w in dict.fromkeys(asked) if w not in measured]
+    if state.prediction is None or state.current is None:
+        return []
+    return guided.pending(state.points, state.limits, state.current, state.prediction)
+
+
+def _in_turn(state: State, settings: tuple[int, ...]) -> Step:
+    sizing = state.sizing
+    warmup, turns = in_turn(settings, state.loader, sizing.warmup, sizing.max_batches)
+    return Step(
+        specs=tuple(ModeSpec(mode=Mode.WORKERS, workers=w) for w in settings),
+        warmup=warmup,
+        max_batches=sum(n for _, n in turns) - warmup,
+        turns=turns,
+        first=not state.measured_any,
+    )
+
+
+def _again_in_whole_epochs(state: State) -> Step | None:
+    """The command's first run measured its setting before the loader was seen; where that
+    loader's epochs are too short for a steady window at the setting, it is measured again in
+    whole epochs (``sizing.sized``), in place of that run."""
+    blind = state.blind
+    if blind is None or not whole_epochs(blind.spec, state.loader):
+        return None
+    warmup, batches = sized(blind.spec, state.loader, state.sizing.warmup, state.sizing.max_batches)
+    if (warmup, batches) == (blind.warmup, blind.batches):
+        return None
+    return Step(specs=(blind.spec,), warmup=warmup, max_batches=batches, again=True, note=AGAIN_IN_WHOLE_EPOCHS)

@@ -1,0 +1,149 @@
+"""What the measured settings say (``search/outcome.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer.search import outcome
+from fastload_cli.analyzer.search.limits import Limits
+from tests.unit.search.sweeps import GIB, cpu_bound, latency_bound, order, pt, search
+
+
+def test_the_climb_stops_at_max_workers_and_says_so() -> None:
+    points = search(latency_bound, Limits(max_workers=4, refine=0), current=2)
+    assert order(points) == [0, 1, 2, 4]
+    result = outcome.conclude(points, 2, Limits(max_workers=4), cpu_count=2)
+    assert result is not None
+    assert result.stopped == "it reached --max-workers 4"
+    assert result.reason.startswith("returns had not ended at 4 workers") and result.diminishing_at is None
+
+
+def test_latency_bound_recommends_the_fewest_workers_near_the_best() -> None:
+    points = [
+        dataclasses.replace(p, data_wait_fraction=0.02 if p.workers >= 16 else 0.6)
+        for p in search(latency_bound, Limits(), current=2, wait=0.6, loaders=0.1)
+    ]
+    result = outcome.conclude(points, 2, Limits(), cpu_count=2)
+    assert result is not None
+    assert result.best_workers == 16  # 16, 24 and 32 all measured 300/s; the first is kept
+    assert result.recommended_workers == 16
+    assert result.speedup == pytest.approx(300.0 / 40.0)
+    assert result.significant
+    assert result.diminishing_at == 16
+    assert result.reason.startswith("IO latency hidden")
+
+
+def test_cpu_bound_at_the_scripts_setting_keeps_it_and_names_the_saturated_cores() -> None:
+    points = search(cpu_bound, Limits(), current=2, busy=0.97)
+    result = outcome.conclude(points, 2, Limits(), cpu_count=2)
+    assert result is not None
+    assert result.recommended_workers == 2
+    assert not result.significant
+    assert result.diminishing_at == 2
+    assert result.reason.startswith("cores saturated: the 2 CPUs were 97% busy at 2 workers")
+
+
+def test_a_step_bound_pipeline_is_called_step_bound() -> None:
+    points = search(lambda w: 100.0, Limits(), current=0, wait=0.02, busy=0.5)
+    result = outcome.conclude(points, 0, Limits(), cpu_count=2)
+    assert result is not None
+    assert order(points) == [0, 1, 2, 4]
+    assert result.diminishing_at == 0
+    assert result.reason.startswith("step-bound")
+
+
+def test_unexplained_flattening_says_the_cause_was_not_measured() -> None:
+    points = search(cpu_bound, Limits(), current=0, busy=0.5, wait=0.5)
+    result = outcome.conclude(points, 0, Limits(), cpu_count=2)
+    assert result is not None and result.significant
+    assert result.recommended_workers == 2
+    assert result.reason.endswith("the cause was not measured")
+
+
+def test_memory_cost_is_the_difference_in_process_tree_rss() -> None:
+    points = [pt(0, 50.0, rss=GIB), pt(2, 100.0, rss=3 * GIB)]
+    result = outcome.conclude(points, 0, Limits(grid=(0, 2)), cpu_count=2)
+    assert result is not None
+    assert result.memory_cost_bytes == 2 * GIB
+
+
+def test_a_measurably_faster_variant_is_recommended_with_its_setting() -> None:
+    points = [
+        pt(0, 50.0),
+        pt(2, 100.0),
+        pt(2, 120.0, variant="prefetch_factor=4"),
+        pt(2, 101.0, variant="pin_memory=True"),
+    ]
+    result = outcome.conclude(points, 0, Limits(grid=(0, 2)), cpu_count=2)
+    assert result is not None
+    assert result.recommended_variant == "prefetch_factor=4"
+    assert result.speedup == pytest.approx(120.0 / 50.0)
+
+
+def test_a_variant_within_noise_is_not_recommended() -> None:
+    points = [pt(0, 50.0), pt(2, 100.0), pt(2, 103.0, variant="prefetch_factor=4")]
+    result = outcome.conclude(points, 0, Limits(grid=(0, 2)), cpu_count=2)
+    assert result is not None and result.recommended_variant is None
+
+
+def test_nothing_measured_concludes_nothing() -> None:
+    assert outcome.conclude([pt(0, None)], 0, Limits(), cpu_count=2) is None
+
+
+def test_a_grid_measures_every_setting_asked_for_even_when_an_epoch_is_short() -> None:
+    limits = Limits(grid=(0, 8, 16), epoch_batches=64, prefetch_factor=2)
+    points = search(latency_bound, limits, current=2)
+    assert order(points) == [0, 8, 16, 2]  # exactly as asked, and the script's own setting
+    result = outcome.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.stopped is None
+    (caveat,) = result.caveats  # 16 workers: 32 prefetched, 32 drained of 64 batches
+    assert caveat.startswith("workers=16: an epoch has 64 batches") and "measured as asked" in caveat
+
+
+def test_a_second_run_that_disagrees_turns_a_gain_into_noise() -> None:
+    once = [pt(0, 150.0), pt(2, 120.0)]
+    assert outcome.conclude(once, 2, Limits(), cpu_count=2).significant  # type: ignore[union-attr]
+    twice = [*once, pt(0, 110.0), pt(2, 121.0)]
+    result = outcome.conclude(twice, 2, Limits(), cpu_count=2)
+    assert result is not None and not result.significant
+    assert result.recommended_workers == 2
+
+
+def test_still_rising_at_a_limit_has_no_knee_and_says_what_stopped_it() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(latency_bound, limits, current=2)
+    result = outcome.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None
+    assert result.diminishing_at is None
+    assert result.reason.startswith("returns had not ended at 9 workers, the most the search could try: an epoch")
+
+
+def test_a_last_allowed_rung_that_does_not_improve_still_names_the_limit() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(lambda w: 100.0 if w == 9 else latency_bound(w), limits, current=2)
+    result = outcome.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.diminishing_at == 8  # 9 was clearly slower: returns ended
+    assert result.stopped is not None and result.stopped.startswith("an epoch has 64 batches")
+
+
+def test_a_last_allowed_rung_within_noise_of_the_best_is_still_rising() -> None:
+    limits = Limits(epoch_batches=64, prefetch_factor=2, refine=0)
+    points = search(lambda w: 158.0 if w == 9 else latency_bound(w), limits, current=2)
+    result = outcome.conclude(points, 2, limits, cpu_count=2)
+    assert result is not None and result.best_workers == 8 and result.diminishing_at is None
+    assert result.reason.startswith("returns had not ended at 9 workers")
+
+
+def test_settings_left_inside_the_first_epoch_beside_others_after_it_are_a_caveat() -> None:
+    later = [dataclasses.replace(pt(w, 100.0 * (w + 1)), after_first_epoch=True) for w in (2, 8)]
+    result = outcome.conclude([pt(0, 90.0), *later], 2, Limits(), None)
+    assert result is not None
+    assert [c for c in result.caveats if "first epoch" in c] == [
+        "workers=0: measured only inside the script's first epoch and the other settings after it; the first "
+        "epoch's workers can run slower than later epochs', so the comparison is not like with like"
+    ]
+    again = dataclasses.replace(pt(0, 95.0), after_first_epoch=True)
+    result = outcome.conclude([pt(0, 90.0), *later, again], 2, Limits(), None)
+    assert result is not None and not [c for c in result.caveats if "first epoch" in c]
