@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ class Launcher:
     of its options, named as on a torchrun line."""
 
     nproc_per_node: int
+    max_restarts: int = 0
     nnodes: str = "1"  # "2", or "1:4" for an elastic range
     node_rank: int | None = None
     rdzv_backend: str | None = None
@@ -55,7 +56,6 @@ class Launcher:
     rdzv_id: str | None = None
     master_addr: str | None = None
     master_port: int | None = None
-    max_restarts: int = 0
 
     @property
     def multi_node(self) -> bool:
@@ -64,17 +64,8 @@ class Launcher:
     def arguments(self) -> list[str]:
         """The launcher's options: as given, and ``--standalone`` (a free local port) for a job on
         one node that names no rendezvous."""
-        named = {
-            "--nnodes": self.nnodes,
-            "--node-rank": self.node_rank,
-            "--rdzv-backend": self.rdzv_backend,
-            "--rdzv-endpoint": self.rdzv_endpoint,
-            "--rdzv-id": self.rdzv_id,
-            "--master-addr": self.master_addr,
-            "--master-port": self.master_port,
-        }
-        args = [f"--nproc-per-node={self.nproc_per_node}", f"--max-restarts={self.max_restarts}"]
-        args += [f"{name}={value}" for name, value in named.items() if value is not None]
+        named = {f"--{f.name.replace('_', '-')}": getattr(self, f.name) for f in fields(self)}
+        args = [f"{flag}={value}" for flag, value in named.items() if value is not None]
         rendezvous = (self.rdzv_backend, self.rdzv_endpoint, self.master_addr, self.master_port)
         if not self.multi_node and all(value is None for value in rendezvous):
             args.append("--standalone")

@@ -16,47 +16,29 @@ import typer
 from rich.console import Console
 
 from fastload_cli import __version__
-from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
 from fastload_cli.cli.gating import make_gates
-from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, launchable, with_launcher
+from fastload_cli.cli.groups import grouped
+from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, with_launcher
 from fastload_cli.cli.options import (
-    Baseline,
     Breakdown,
+    Chatter,
     Debug,
-    Drop,
-    FailOn,
-    FixedBatches,
     FixOption,
-    HtmlPath,
+    GateOptions,
     InProcess,
     JsonPath,
-    Keep,
-    MaxBatches,
-    MaxDataWait,
-    MaxRegression,
     MaxWorkers,
-    MinThroughput,
+    Measure,
     Modes,
     NoSweep,
-    OutputTo,
+    Outputs,
     PySpy,
-    Quiet,
     Script,
     ScriptArgs,
-    ShowOutput,
-    Timeout,
-    TracePath,
-    Warmup,
+    Transforms,
 )
 from fastload_cli.cli.run import STDOUT, Output, check_writable, error_boundary, note, outputs, run_command
-from fastload_cli.config import (
-    DEFAULT_MAX_BATCHES,
-    DEFAULT_MAX_WORKERS,
-    DEFAULT_SWEEP_BATCHES,
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_WARMUP,
-    RunConfig,
-)
+from fastload_cli.config import DEFAULT_MAX_WORKERS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import UsageError
 
 app = typer.Typer(
@@ -68,6 +50,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+SWEEP_MEASURE = Measure(max_batches=DEFAULT_SWEEP_BATCHES)  # a sweep measures many settings: fewer batches each
+DEMO_MEASURE = Measure(max_batches=30)
 
 
 class PinMemory(str, enum.Enum):
@@ -96,140 +80,89 @@ PinMemoryBoth = Annotated[
 
 
 @app.command()
-@launchable
+@grouped
 def diagnose(
-    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
-    max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
-    warmup: Warmup = DEFAULT_WARMUP,
-    fixed_batches: FixedBatches = False,
-    timeout: Timeout = DEFAULT_TIMEOUT_S,
     modes: Modes = None,
-    keep_transform: Keep = None,
-    drop_transform: Drop = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
     no_sweep: NoSweep = False,
     breakdown: Breakdown = False,
     py_spy: PySpy = False,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
-    trace: TracePath = None,
-    html: HtmlPath = None,
-    fail_on: FailOn = None,
-    max_data_wait: MaxDataWait = None,
-    min_throughput: MinThroughput = None,
-    baseline: Baseline = None,
-    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
-    show_output: ShowOutput = False,
-    quiet: Quiet = False,
-    debug: Debug = False,
+    *,
+    measure: Measure,
+    transforms: Transforms,
+    outputs: Outputs,
+    gates: GateOptions,
+    chatter: Chatter,
+    launch: LaunchOptions,
 ) -> None:
     """Run SCRIPT under the real, synthetic and no-aug modes; print the verdict and what to change.
 
     When loading is the limit and the cores are not all busy, a short num_workers sweep follows and
     its best setting becomes the first recommendation.
     """
-    out = Output(quiet=quiet, debug=debug, show_output=show_output)
-    with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output, trace, html))
-        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+    with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DEFAULT_PY_SPY_S, DIAGNOSE_MODES, parse_modes
         from fastload_cli.session import DiagnoseRuns
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
-        base = make_config(
-            script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform, fixed=fixed_batches
-        )
+        out, base = prepare("diagnose", script, script_args, measure, outputs, gates, launch, out, transforms)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
-        base = with_launcher(base, launch, "diagnose", out)
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
         runs = DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
         run_command("diagnose", base, runs, out)
 
 
 @app.command("synthetic-compare")
-@launchable
+@grouped
 def synthetic_compare(
-    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
-    max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
-    warmup: Warmup = DEFAULT_WARMUP,
-    fixed_batches: FixedBatches = False,
-    timeout: Timeout = DEFAULT_TIMEOUT_S,
-    keep_transform: Keep = None,
-    drop_transform: Drop = None,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
-    trace: TracePath = None,
-    html: HtmlPath = None,
-    fail_on: FailOn = None,
-    max_data_wait: MaxDataWait = None,
-    min_throughput: MinThroughput = None,
-    baseline: Baseline = None,
-    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
-    show_output: ShowOutput = False,
-    quiet: Quiet = False,
-    debug: Debug = False,
+    *,
+    measure: Measure,
+    transforms: Transforms,
+    outputs: Outputs,
+    gates: GateOptions,
+    chatter: Chatter,
+    launch: LaunchOptions,
 ) -> None:
     """Real inputs vs one cached batch replayed (and vs no augmentation): the speedup ceiling of any
     input-pipeline fix, read in a paragraph."""
-    out = Output(quiet=quiet, debug=debug, show_output=show_output)
-    with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output, trace, html))
-        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+    with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DIAGNOSE_MODES
         from fastload_cli.session import DiagnoseRuns
 
-        base = make_config(
-            script, script_args, max_batches, warmup, timeout, keep_transform, drop_transform, fixed=fixed_batches
-        )
-        base = with_launcher(base, launch, "synthetic-compare", out)
+        out, base = prepare("synthetic-compare", script, script_args, measure, outputs, gates, launch, out, transforms)
         run_command("synthetic-compare", base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
 
 
 @app.command("sweep-workers")
-@launchable
+@grouped
 def sweep_workers(
-    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     workers: Workers = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
     prefetch_factor: PrefetchFactor = None,
     pin_memory: PinMemoryBoth = None,
-    max_batches: MaxBatches = DEFAULT_SWEEP_BATCHES,
-    warmup: Warmup = DEFAULT_WARMUP,
-    fixed_batches: FixedBatches = False,
     in_process: InProcess = False,
-    timeout: Timeout = DEFAULT_TIMEOUT_S,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
-    trace: TracePath = None,
-    html: HtmlPath = None,
-    fail_on: FailOn = None,
-    max_data_wait: MaxDataWait = None,
-    min_throughput: MinThroughput = None,
-    baseline: Baseline = None,
-    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
-    show_output: ShowOutput = False,
-    quiet: Quiet = False,
-    debug: Debug = False,
+    *,
+    measure: Measure = SWEEP_MEASURE,
+    outputs: Outputs,
+    gates: GateOptions,
+    chatter: Chatter,
+    launch: LaunchOptions,
 ) -> None:
     """Measure num_workers settings under the script's real training step: throughput, data wait,
     CPU, memory and start-up per setting, the best setting and where returns end."""
-    out = Output(quiet=quiet, debug=debug, show_output=show_output)
-    with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output, trace, html))
-        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+    with error_boundary(chatter.output()) as out:
         from fastload_cli.config import parse_counts
         from fastload_cli.session import SweepRuns
 
+        out, base = prepare("sweep-workers", script, script_args, measure, outputs, gates, launch, out)
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
-        base = make_config(script, script_args, max_batches, warmup, timeout, None, None, fixed=fixed_batches)
-        base = with_launcher(base, launch, "sweep-workers", out)
         if grid is None and fixed_plan(base, out):
             raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
         pin_both = pin_memory is PinMemory.BOTH
@@ -238,63 +171,39 @@ def sweep_workers(
 
 
 @app.command("try")
-@launchable
+@grouped
 def try_fixes(
-    launch: LaunchOptions,
     script: Script,
     script_args: ScriptArgs = None,
     fix: FixOption = [],  # noqa: B006 (typer reads the default; it is never mutated)
-    max_batches: MaxBatches = DEFAULT_MAX_BATCHES,
-    warmup: Warmup = DEFAULT_WARMUP,
-    fixed_batches: FixedBatches = False,
-    timeout: Timeout = DEFAULT_TIMEOUT_S,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
-    trace: TracePath = None,
-    html: HtmlPath = None,
-    fail_on: FailOn = None,
-    max_data_wait: MaxDataWait = None,
-    min_throughput: MinThroughput = None,
-    baseline: Baseline = None,
-    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
-    show_output: ShowOutput = False,
-    quiet: Quiet = False,
-    debug: Debug = False,
+    *,
+    measure: Measure,
+    outputs: Outputs,
+    gates: GateOptions,
+    chatter: Chatter,
+    launch: LaunchOptions,
 ) -> None:
     """Run SCRIPT as it is and with each --fix applied inside it (no code change): the measured gain
     with its noise, the memory it costs, and the code change that makes it permanent."""
-    out = Output(quiet=quiet, debug=debug, show_output=show_output)
-    with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output, trace, html))
-        out = replace(out, gates=make_gates(script, fail_on, max_data_wait, min_throughput, baseline, max_regression))
+    with error_boundary(chatter.output()) as out:
         from fastload_cli.config import parse_fixes
         from fastload_cli.session import TryRuns
 
-        fixes = parse_fixes(fix)
-        base = make_config(script, script_args, max_batches, warmup, timeout, None, None, fixed=fixed_batches)
-        base = with_launcher(base, launch, "try", out)
-        run_command("try", base, TryRuns(fixes), out)
+        out, base = prepare("try", script, script_args, measure, outputs, gates, launch, out)
+        run_command("try", base, TryRuns(parse_fixes(fix)), out)
 
 
 @app.command()
+@grouped
 def demo(
     name: Annotated[
         str | None, typer.Argument(help="Which bundled example; none: the first, and a list of the others.")
     ] = None,
-    max_batches: MaxBatches = 30,
-    warmup: Warmup = DEFAULT_WARMUP,
-    timeout: Timeout = DEFAULT_TIMEOUT_S,
-    json_path: JsonPath = None,
-    output: OutputTo = None,
-    trace: TracePath = None,
-    html: HtmlPath = None,
-    fail_on: FailOn = None,
-    max_data_wait: MaxDataWait = None,
-    min_throughput: MinThroughput = None,
-    baseline: Baseline = None,
-    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION,
-    quiet: Quiet = False,
-    debug: Debug = False,
+    *,
+    measure: Measure = DEMO_MEASURE,
+    outputs: Outputs,
+    gates: GateOptions,
+    chatter: Chatter,
 ) -> None:
     """Diagnose a bundled example training script: no data or script of your own needed."""
     from fastload_cli import examples
@@ -302,21 +211,18 @@ def demo(
     from fastload_cli.errors import MissingDependencyError, UnknownExampleError
     from fastload_cli.session import DiagnoseRuns
 
-    out = Output(quiet=quiet, debug=debug)
-    with error_boundary(out):
-        out = replace(out, paths=outputs(json_path, output, trace, html))
+    with error_boundary(chatter.output()) as out:
         example = examples.find(name) if name else examples.EXAMPLES[0]
         if example is None:
             raise UnknownExampleError(str(name), examples.names())
-        gates = make_gates(example.filename, fail_on, max_data_wait, min_throughput, baseline, max_regression)
-        out = replace(out, gates=gates)
+        out = replace(out, paths=outputs_of(outputs), gates=make_gates(example.filename, gates))
         missing = [m for m in example.requires if not _importable(m)]
         if missing:
             raise MissingDependencyError(
                 f"the '{example.name}' example", missing[0], "pip install 'fastload[torchvision]'"
             )
         note(out, f"Example '{example.name}': {example.summary}.")
-        base = make_config(example.filename, None, max_batches, warmup, timeout, None, None, cwd=example.path.parent)
+        base = make_config(example.filename, None, measure, cwd=example.path.parent)
         run_command("diagnose", base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
@@ -402,31 +308,50 @@ def main_options(
 # --------------------------------------------------------------------------------------------
 
 
+def prepare(
+    command: str,
+    script: str,
+    script_args: list[str] | None,
+    measure: Measure,
+    given: Outputs,
+    gates: GateOptions,
+    launch: LaunchOptions,
+    out: Output,
+    transforms: Transforms | None = None,
+) -> tuple[Output, RunConfig]:
+    """What every command that runs a script checks before its first run: where the report goes,
+    the gates, the script and the measurement's settings, the data-parallel job."""
+    out = replace(out, paths=outputs_of(given), gates=make_gates(script, gates))
+    base = make_config(script, script_args, measure, transforms)
+    return out, with_launcher(base, launch, command, out)
+
+
+def outputs_of(given: Outputs) -> dict[str, str]:
+    return outputs(given.named(), given.output)
+
+
 def make_config(
     script: str,
     script_args: list[str] | None,
-    max_batches: int,
-    warmup: int,
-    timeout: float,
-    keep: list[str] | None,
-    drop: list[str] | None,
+    measure: Measure,
+    transforms: Transforms | None = None,
     cwd: Path | None = None,
-    fixed: bool = False,
 ) -> RunConfig:
     from fastload_cli.config import check_counts, check_script
     from fastload_cli.records import ChildSpec
 
-    check_counts(warmup=warmup, max_batches=max_batches, timeout_s=timeout)
+    check_counts(warmup=measure.warmup, max_batches=measure.max_batches, timeout_s=measure.timeout)
+    keep, drop = (transforms.keep_transform, transforms.drop_transform) if transforms else (None, None)
     cwd = cwd or Path.cwd()
     return RunConfig(
         script=check_script(script, cwd),
         script_arg0=script,
         script_args=tuple(script_args or ()),
-        child=ChildSpec(warmup=warmup, keep_transforms=tuple(keep or ()), drop_transforms=tuple(drop or ())),
-        max_batches=max_batches,
-        timeout_s=timeout,
+        child=ChildSpec(warmup=measure.warmup, keep_transforms=tuple(keep or ()), drop_transforms=tuple(drop or ())),
+        max_batches=measure.max_batches,
+        timeout_s=measure.timeout,
         cwd=cwd,
-        fixed_batches=fixed,
+        fixed_batches=measure.fixed_batches,
     )
 
 

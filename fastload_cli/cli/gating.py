@@ -19,18 +19,15 @@ from fastload_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from fastload_cli.analyzer.gates import Gates
+    from fastload_cli.cli.options import GateOptions
     from fastload_cli.records import Figures, Report
 
 
-def make_gates(
-    script: str,
-    fail_on: str | None,
-    max_data_wait: str | None,
-    min_throughput: float | None,
-    baseline: str | None,
-    max_regression: float,
-) -> Gates:
+def make_gates(script: str, given: GateOptions) -> Gates:
+    """The gates given on the command line, checked before any run."""
     from fastload_cli.analyzer.gates import Gates, parse_fail_on, parse_fraction
+
+    fail_on, max_data_wait, baseline = given.fail_on, given.max_data_wait, given.baseline
 
     try:
         verdicts = parse_fail_on(fail_on) if fail_on is not None else frozenset()
@@ -50,9 +47,9 @@ def make_gates(
         fail_on=verdicts,
         fail_on_text=fail_on or "",
         max_data_wait=wait,
-        min_throughput=min_throughput,
+        min_throughput=given.min_throughput,
         baseline=before,
-        max_regression=max_regression,
+        max_regression=given.max_regression,
     )
 
 

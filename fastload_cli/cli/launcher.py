@@ -4,15 +4,13 @@ that runs a script. A user turns ``torchrun --nproc-per-node 2 train.py --lr 0.1
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, Any
 
 import typer
 
+from fastload_cli.cli.groups import group
 from fastload_cli.cli.run import Output, note
 from fastload_cli.config import Launcher, RunConfig
 from fastload_cli.errors import UsageError
@@ -22,19 +20,32 @@ PANEL = "Data-parallel jobs (torchrun's options)"
 TORCHRUN_ENV = ("TORCHELASTIC_RUN_ID", "LOCAL_RANK")
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchOptions:
-    """The options as given; ``launcher()`` checks them."""
+def _option(flag: str, text: str, **extra: Any) -> Any:
+    return typer.Option(flag, help=text, rich_help_panel=PANEL, **extra)
 
-    nproc_per_node: int | None = None
-    nnodes: str | None = None
-    node_rank: int | None = None
-    rdzv_backend: str | None = None
-    rdzv_endpoint: str | None = None
-    rdzv_id: str | None = None
-    master_addr: str | None = None
-    master_port: int | None = None
-    max_restarts: int | None = None
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchOptions:
+    """torchrun's options, named as on a torchrun line; ``launcher()`` checks them."""
+
+    nproc_per_node: Annotated[
+        int | None, _option("--nproc-per-node", "Ranks on this node: run as a data-parallel job.", min=1)
+    ] = None
+    nnodes: Annotated[str | None, _option("--nnodes", "Nodes in the job (MIN:MAX for an elastic range).")] = None
+    node_rank: Annotated[int | None, _option("--node-rank", "This node's rank among the nodes.", min=0)] = None
+    rdzv_backend: Annotated[str | None, _option("--rdzv-backend", "Rendezvous backend (c10d, static).")] = None
+    rdzv_endpoint: Annotated[str | None, _option("--rdzv-endpoint", "Rendezvous endpoint, HOST:PORT.")] = None
+    rdzv_id: Annotated[str | None, _option("--rdzv-id", "Rendezvous id shared by the job's nodes.")] = None
+    master_addr: Annotated[
+        str | None, _option("--master-addr", "Address of the node of rank 0 (static rendezvous).")
+    ] = None
+    master_port: Annotated[
+        int | None, _option("--master-port", "Port on the node of rank 0 (static rendezvous).", min=0)
+    ] = None
+    max_restarts: Annotated[
+        int | None, _option("--max-restarts", "Restarts of the job's ranks on failure (default 0).", min=0)
+    ] = None
 
     def launcher(self, command: str) -> Launcher | None:
         """The job's launcher settings, None for a single process; a UsageError for options that
@@ -58,47 +69,6 @@ class LaunchOptions:
         if not all(part.isdigit() and int(part) >= 1 for part in nnodes.split(":", 1)):
             raise UsageError(f"--nnodes: '{nnodes}' is not a number of nodes", "for example --nnodes 2, or 1:4")
         return Launcher(**{**given, "nnodes": nnodes, "max_restarts": self.max_restarts or 0})
-
-
-def _option(kind: Any, flag: str, text: str, **extra: Any) -> Any:
-    return Annotated[kind, typer.Option(flag, help=text, rich_help_panel=PANEL, **extra)]
-
-
-_OPTIONS: dict[str, Any] = {
-    "nproc_per_node": _option(int | None, "--nproc-per-node", "Ranks on this node: run as a data-parallel job.", min=1),
-    "nnodes": _option(str | None, "--nnodes", "Nodes in the job (MIN:MAX for an elastic range)."),
-    "node_rank": _option(int | None, "--node-rank", "This node's rank among the nodes.", min=0),
-    "rdzv_backend": _option(str | None, "--rdzv-backend", "Rendezvous backend (c10d, static)."),
-    "rdzv_endpoint": _option(str | None, "--rdzv-endpoint", "Rendezvous endpoint, HOST:PORT."),
-    "rdzv_id": _option(str | None, "--rdzv-id", "Rendezvous id shared by the job's nodes."),
-    "master_addr": _option(str | None, "--master-addr", "Address of the node of rank 0 (static rendezvous)."),
-    "master_port": _option(int | None, "--master-port", "Port on the node of rank 0 (static rendezvous).", min=0),
-    "max_restarts": _option(int | None, "--max-restarts", "Restarts of the job's ranks on failure (default 0).", min=0),
-}
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def launchable(command: F) -> F:
-    """``command`` with the data-parallel options added to its signature; they reach it as one
-    ``launch: LaunchOptions`` argument."""
-    signature = inspect.signature(command)
-    hints = get_type_hints(command, include_extras=True)  # the command's own, resolved where it is defined
-    own = [p.replace(annotation=hints[p.name]) for p in signature.parameters.values() if p.name != "launch"]
-    added = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
-        for name, kind in _OPTIONS.items()
-    ]
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        launch = LaunchOptions(**{name: kwargs.pop(name, None) for name in _OPTIONS})
-        return command(*args, launch=launch, **kwargs)
-
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in (*own, *added)}
-    del wrapper.__wrapped__  # typer must read the signature above, not the command's
-    return wrapper  # type: ignore[return-value]
 
 
 def with_launcher(base: RunConfig, launch: LaunchOptions, command: str, out: Output) -> RunConfig:

@@ -1,11 +1,18 @@
-"""The options the commands share, declared once: measuring, outputs, and CI gates."""
+"""The options the commands share, declared once, and the groups they come in: measuring, the
+no-aug transforms, outputs, CI gates and chatter (``groups.grouped`` adds a group to a command).
+torchrun's options are ``launcher.LaunchOptions``, a group too."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Annotated
 
 import typer
 
+from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
+from fastload_cli.cli.groups import group
+from fastload_cli.cli.run import Output
+from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from fastload_cli.reporters import FORMATS
 
 # --------------------------------------------------------------------------------------------
@@ -164,3 +171,69 @@ FixOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# The groups
+# --------------------------------------------------------------------------------------------
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measure:
+    """How each mode of the script is measured."""
+
+    max_batches: MaxBatches = DEFAULT_MAX_BATCHES
+    warmup: Warmup = DEFAULT_WARMUP
+    fixed_batches: FixedBatches = False
+    timeout: Timeout = DEFAULT_TIMEOUT_S
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transforms:
+    """What no-aug keeps or drops besides the random transforms it finds."""
+
+    keep_transform: Keep = None
+    drop_transform: Drop = None
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outputs:
+    """Where the report goes besides the terminal: one field per format's own option, named as the
+    format is in ``reporters.FORMATS``, and ``--output FORMAT=PATH`` for any format."""
+
+    json: JsonPath = None
+    trace: TracePath = None
+    html: HtmlPath = None
+    output: OutputTo = None
+
+    def named(self) -> dict[str, str | None]:
+        """Each format's own option as format name -> path (None: not asked for)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "output"}
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateOptions:
+    """The CI gates: a failed one exits 3 after every report is written."""
+
+    fail_on: FailOn = None
+    max_data_wait: MaxDataWait = None
+    min_throughput: MinThroughput = None
+    baseline: Baseline = None
+    max_regression: MaxRegression = DEFAULT_MAX_REGRESSION
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chatter:
+    """What fastload says on stderr besides the report."""
+
+    show_output: ShowOutput = False
+    quiet: Quiet = False
+    debug: Debug = False
+
+    def output(self) -> Output:
+        return Output(quiet=self.quiet, debug=self.debug, show_output=self.show_output)

@@ -52,14 +52,12 @@ class Output:
         return STDOUT in self.paths.values()
 
 
-def outputs(
-    json_path: str | None, requested: list[str] | None, trace: str | None = None, html: str | None = None
-) -> dict[str, str]:
-    """``--json``, ``--trace``, ``--html`` and each ``--output FORMAT=PATH`` as format name -> path."""
+def outputs(named: dict[str, str | None], requested: list[str] | None) -> dict[str, str]:
+    """The formats' own options (``--json``, ``--trace``, ``--html``: format name -> path or None)
+    and each ``--output FORMAT=PATH``, as format name -> path."""
     from fastload_cli.reporters import FORMATS
 
-    given = {"json": json_path, "trace": trace, "html": html}
-    found = {name: path for name, path in given.items() if path is not None}
+    found = {name: path for name, path in named.items() if path is not None}
     for item in requested or ():
         name, sep, path = item.partition("=")
         if not sep or not path:
@@ -220,10 +218,11 @@ def note(out: Output, message: str) -> None:
 
 
 @contextlib.contextmanager
-def error_boundary(out: Output) -> Iterator[None]:
-    """A FastloadError becomes one Error line and one Hint line on stderr and exit code 1."""
+def error_boundary(out: Output) -> Iterator[Output]:
+    """A FastloadError becomes one Error line and one Hint line on stderr and exit code 1; the
+    block gets ``out``."""
     try:
-        yield
+        yield out
     except FastloadError as exc:
         if isinstance(exc, ScriptFailedError) and exc.output_tail.strip():
             stderr.print("[dim]--- the script's last output ---[/dim]")
