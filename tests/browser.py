@@ -1,7 +1,7 @@
 """Open a page in the system's headless Chromium (Debian's package) and record what went wrong.
 
-Tests that need it skip, with the reason, where Chromium or Playwright is missing; `.ci/run`
-installs both. The page must work offline: any request leaving the file is recorded as an error.
+Tests that need it skip, with the reason, where Chromium or Playwright is missing; `scripts/test`
+installs Chromium, and the dev extra Playwright. The page must work offline: any request leaving the file is recorded as an error.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Page:
 def open_page(path: Path, screenshot: Path | None = None, width: int = 1200) -> Iterator[Page]:
     executable = chromium()
     if executable is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+        pytest.skip("Chromium is not installed (apt-get install chromium; scripts/test does)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra has it)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
