@@ -30,8 +30,9 @@ EVERYTHING = {
 }
 CHILD = "runner.child"  # runs inside the child process: itself, records and fixes, the stdlib and torch
 
-# module (or component) -> fastload components it may import; a module may always import its own
-# component, except that only ``runner.child`` imports ``runner.child`` (the parent never loads it)
+# module (or component) -> fastload components it may import. A module may always import its own
+# row; a top-level row its whole component too; a nested row (``runner.child``, ``analyzer.search``)
+# lists everything else it may import. Only ``runner.child`` imports ``runner.child``.
 ALLOWED: dict[str, set[str]] = {
     "records": set(),
     "errors": set(),
@@ -46,6 +47,15 @@ ALLOWED: dict[str, set[str]] = {
     "runner.job": {"samplers", "records", "config", "errors", "runner"},
     "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},
+    # the num_workers search: of the analyzer, the thresholds, one run's figures and the settle rule
+    "analyzer.search": {
+        "records",
+        "config",
+        "formatting",
+        "analyzer.thresholds",
+        "analyzer.metrics",
+        "analyzer.settle",
+    },
     "reporters": {"records", "formatting"},
     "session": {"runner", "analyzer", "samplers", "records", "config", "errors"},
     "examples": set(),
@@ -90,14 +100,13 @@ def imports(path: Path) -> list[tuple[str, bool]]:
 
 
 def fastload_target(imported: str) -> str | None:
+    """The fastload module an import names (``from pkg import name``: ``pkg.name`` where that is a
+    module, else ``pkg``); "" for the package root; None outside fastload."""
     if not imported.startswith("fastload_cli"):
         return None
-    parts = imported.split(".")[1:]
-    for size in range(len(parts), 0, -1):
-        candidate = ".".join(parts[:size])
-        if candidate in ALLOWED or candidate in EVERYTHING:
-            return candidate
-    return ""
+    dotted = imported.removeprefix("fastload_cli").lstrip(".")
+    names = {name for name, _ in modules()}
+    return dotted if dotted in names else dotted.rpartition(".")[0]
 
 
 def within(target: str, row: str) -> bool:
@@ -108,11 +117,11 @@ def allowed(source: str, target: str) -> bool:
     if target == "":
         return True  # the package root holds only the version
     row = component(source)
-    if within(target, CHILD):
-        return within(row, CHILD)  # the child's code is loaded by the child alone
-    if any(within(target, rule) or within(target.split(".")[0], rule) for rule in ALLOWED[row]):
+    if within(target, CHILD) and not within(row, CHILD):
+        return False  # the child's code is loaded by the child alone
+    if within(target, row) or any(within(target, rule) for rule in ALLOWED[row]):
         return True
-    return not within(row, CHILD) and target.split(".")[0] == row.split(".")[0]
+    return "." not in row and target.split(".")[0] == row
 
 
 @pytest.mark.parametrize(("name", "path"), modules(), ids=[m[0] or "__init__" for m in modules()])
@@ -144,21 +153,19 @@ def test_a_violation_is_caught() -> None:
     assert allowed("runner.child.hooks", "records")
     assert allowed("runner.launch", "runner.collect")
     assert allowed("analyzer.verdict", "analyzer")
+    assert allowed("analyzer.verdict", "analyzer.search")
+    assert allowed("analyzer.search.step", "analyzer.metrics")
+    assert not allowed("analyzer.search.step", "analyzer.verdict")
+    assert not allowed("analyzer.search.step", "analyzer")  # the analyzer's entry builds on the search
 
 
 def module_graph() -> dict[str, set[str]]:
-    """fastload's modules and the fastload modules each imports at module level. ``from pkg import
-    name`` is an edge to ``pkg.name`` where that is a module, else to ``pkg`` (its ``__init__``)."""
+    """fastload's modules and the fastload modules each imports at module level (``fastload_target``)."""
     names = {name for name, _ in modules()}
     graph: dict[str, set[str]] = {}
     for name, path in modules():
-        edges = set()
-        for imported, top in imports(path):
-            if not top or not imported.startswith("fastload_cli"):
-                continue
-            dotted = imported.removeprefix("fastload_cli").lstrip(".")
-            edges.add(dotted if dotted in names else dotted.rpartition(".")[0])
-        graph[name] = edges & names - {name}
+        edges = {fastload_target(imported) for imported, top in imports(path) if top}
+        graph[name] = {e for e in edges if e is not None} & names - {name}
     return graph
 
 
