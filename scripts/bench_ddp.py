@@ -14,45 +14,30 @@ Prints medians and the median of each round's ratio.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, fastload, median_range, plain, ratio_of_rounds, throughput
+
 sys.path.insert(0, str(ROOT))
 
-from fastload_cli.config import Launcher, RunConfig  # noqa: E402
-from fastload_cli.records import ChildSpec  # noqa: E402
-from fastload_cli.runner.launch import run_mode  # noqa: E402
+from fastload_cli.config import Launcher, RunConfig
+from fastload_cli.records import ChildSpec
+from fastload_cli.runner.launch import run_mode
 
 SCRIPT = ROOT / "tests" / "scripts" / "ddp_train.py"
-THROUGHPUT = re.compile(r"throughput: ([0-9.]+) samples/s")
 LOAD = ("--load-ms", "3")
-
-
-def throughput(text: str) -> float:
-    found = THROUGHPUT.findall(text)
-    if not found:
-        raise SystemExit(f"no throughput line in the script's output:\n{text[-2000:]}")
-    return float(found[-1])
 
 
 def to_verdict(ranks: int) -> float:
     job = ["--nproc-per-node", str(ranks)] if ranks > 1 else []
-    command = [sys.executable, "-m", "fastload_cli", "diagnose", *job, str(SCRIPT), "-q", "--json", "-", "--", *LOAD]
-    started = time.monotonic()
-    subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
-    return time.monotonic() - started
+    return fastload("diagnose", *job, str(SCRIPT), "-q", script_args=LOAD, check=True).wall_s
 
 
-def plain(ranks: int, steps: int) -> float:
+def plain_job(ranks: int, steps: int) -> float:
     args = [str(SCRIPT), "--steps", str(steps), *LOAD]
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"] if ranks > 1 else []
-    done = subprocess.run([sys.executable, *launcher, *args], capture_output=True, text=True, check=True)
-    return throughput(done.stdout)
+    return throughput(plain(*launcher, *args))
 
 
 def under_fastload(ranks: int, steps: int) -> float:
@@ -78,13 +63,12 @@ def main() -> int:
         for ranks in (1, 2):
             verdicts[ranks].append(to_verdict(ranks))
             name = "1 process" if ranks == 1 else "2 ranks"
-            arms[name].append(plain(ranks, options.steps))
+            arms[name].append(plain_job(ranks, options.steps))
             arms[f"{name}, fastload"].append(under_fastload(ranks, options.steps))
     for ranks, times in verdicts.items():
-        spread = f"{min(times):.1f}-{max(times):.1f}"
-        print(f"time to verdict, {ranks} rank(s): median {statistics.median(times):.1f} s ({spread})")
+        print(f"time to verdict, {ranks} rank(s): median {median_range(times)} s")
     for name in ("1 process", "2 ranks"):
-        ratio = statistics.median(a / b for a, b in zip(arms[f"{name}, fastload"], arms[name], strict=True))
+        ratio = ratio_of_rounds(arms[f"{name}, fastload"], arms[name])
         print(
             f"{name}: plain {statistics.median(arms[name]):.0f} samples/s, under fastload "
             f"{statistics.median(arms[f'{name}, fastload']):.0f} samples/s, ratio {ratio:.3f}"

@@ -26,6 +26,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fastload_cli" /
 TIMED_FROM = 8  # batches of each epoch left out: its start-up and the workers' first prefetched ones
 
 
+def epoch(loader, model, optimizer, whole: bool) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    """One epoch of training: its samples/s (from its ``TIMED_FROM``-th batch, or ``whole``) and batches."""
+    import torch
+
+    started, samples, batches = time.perf_counter(), 0, 0
+    for batches, (inputs, labels) in enumerate(loader, 1):
+        if batches == TIMED_FROM and not whole:
+            started, samples = time.perf_counter(), 0
+        loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        samples += len(labels)
+    return samples / (time.perf_counter() - started), batches
+
+
+def workers_cost(before: resource.struct_rusage, batches: int, wait_s: float) -> tuple[resource.struct_rusage, str]:
+    """What the workers that exited since ``before`` cost per batch, once they have had ``wait_s`` to exit."""
+    time.sleep(wait_s)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user, kernel = (after.ru_utime - before.ru_utime) / batches, (after.ru_stime - before.ru_stime) / batches
+    faults = (after.ru_minflt - before.ru_minflt) / batches
+    return after, f"user {1000 * user:.1f} ms, kernel {1000 * kernel:.1f} ms, {faults:,.0f} minor faults"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=4)
@@ -49,37 +74,17 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = 0
-    for epoch in range(args.epochs):
-        started, samples, batches = time.perf_counter(), 0, 0
-        for batches, (inputs, labels) in enumerate(loader, 1):
-            if batches == TIMED_FROM and not args.whole:
-                started, samples = time.perf_counter(), 0
-            loss = torch.nn.functional.cross_entropy(model(inputs), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            samples += len(labels)
-        rate = samples / (time.perf_counter() - started)
+    for n in range(args.epochs):
+        rate, batches = epoch(loader, model, optimizer, args.whole)
         total += batches
         if args.persistent_workers:
-            print(f"epoch {epoch}: {rate:.1f} samples/s", flush=True)
+            print(f"epoch {n}: {rate:.1f} samples/s", flush=True)
             continue
-        time.sleep(0.5)  # the epoch's workers exit and are counted
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        user, kernel = (after.ru_utime - before.ru_utime) / batches, (after.ru_stime - before.ru_stime) / batches
-        faults = (after.ru_minflt - before.ru_minflt) / batches
-        print(
-            f"epoch {epoch}: {rate:.1f} samples/s; workers per batch: user {1000 * user:.1f} ms, "
-            f"kernel {1000 * kernel:.1f} ms, {faults:,.0f} minor faults",
-            flush=True,
-        )
-        before = after
+        before, cost = workers_cost(before, batches, 0.5)  # the epoch's workers exit and are counted
+        print(f"epoch {n}: {rate:.1f} samples/s; workers per batch: {cost}", flush=True)
     if args.persistent_workers:
         del loader  # the workers exit and are counted
-        time.sleep(1.0)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        kernel, faults = (after.ru_stime - before.ru_stime) / total, (after.ru_minflt - before.ru_minflt) / total
-        print(f"all epochs, workers per batch: kernel {1000 * kernel:.1f} ms, {faults:,.0f} minor faults", flush=True)
+        print(f"all epochs, workers per batch: {workers_cost(before, total, 1.0)[1]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,11 @@ its three parts are from the real run's time per batch. Nothing here is asserted
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, fastload, write_json
+
 ZOO = ROOT / "scripts" / "zoo"
 EXAMPLES = ROOT / "fastload_cli" / "examples"
 
@@ -30,12 +28,10 @@ CASES = (
 )
 
 
-def fastload(*args: str) -> dict:
-    command = [sys.executable, "-m", "fastload_cli", *args, "--json", "-", "-q"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+def report(*args: str) -> dict:
+    ran = fastload(*args, "-q", check=True)
+    assert ran.report is not None
+    return ran.report
 
 
 def try_cases(repeats: int) -> list[dict]:
@@ -43,8 +39,8 @@ def try_cases(repeats: int) -> list[dict]:
     for name, script, fixes in CASES:
         found: dict[str, list[dict]] = {}
         for _ in range(repeats):
-            report = fastload("try", str(script), *(a for fix in fixes for a in ("--fix", fix)))
-            for fix in report["fixes"]:
+            tried = report("try", str(script), *(a for fix in fixes for a in ("--fix", fix)))
+            for fix in tried["fixes"]:
                 found.setdefault(fix["name"], []).append(fix)
         for fix_name, results in found.items():
             gains = [r["speedup"] for r in results if r["speedup"] is not None]
@@ -64,10 +60,10 @@ def try_cases(repeats: int) -> list[dict]:
 def split_case(repeats: int) -> list[dict]:
     rows = []
     for _ in range(repeats):
-        report = fastload(
+        diagnosed = report(
             "diagnose", str(EXAMPLES / "augmentation_heavy.py"), "--modes", "real,synthetic,no-aug,cached"
         )
-        split = report["split"]
+        split = diagnosed["split"]
         parts = split["storage_decode_ms"] + split["augmentation_ms"] + split["rest_ms"]
         split["parts_vs_real"] = parts / split["real_ms"]
         rows.append(split)
@@ -98,8 +94,7 @@ def main() -> None:
         "fixes": try_cases(args.repeats) if args.only != "split" else [],
         "split": split_case(args.repeats) if args.only != "fixes" else [],
     }
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=2))
+    write_json(args.out, rows)
 
 
 if __name__ == "__main__":

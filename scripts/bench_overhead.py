@@ -22,20 +22,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, fastload, plain, throughput, write_json
+
 sys.path.insert(0, str(ROOT))
 
-from fastload_cli.examples import EXAMPLES, find  # noqa: E402
+from fastload_cli.examples import EXAMPLES, find
 
-THROUGHPUT = re.compile(r"throughput: ([0-9.]+) samples/s")
 HOOK_BENCH = r"""
 import os, statistics, time, torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -56,38 +53,61 @@ print((hooked - plain) / 1000)
 """
 
 
-def plain(path: Path, steps: int) -> float:
-    command = [sys.executable, str(path), "--steps", str(steps)]
-    return _throughput(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-
-
 def under_fastload(path: Path, steps: int, mode: str) -> tuple[float, dict]:
     """(the script's own throughput, fastload's report) for one mode."""
-    command = [
-        sys.executable, "-m", "fastload_cli", "diagnose", str(path), "--modes", mode, "--warmup", "1",
-        "--max-batches", str(steps * 10), "--fixed-batches", "--show-output", "--quiet", "--json", "-",
-        "--", "--steps", str(steps),
-    ]  # fmt: skip
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"fastload failed:\n{done.stderr[-3000:]}")
-    return _throughput(done.stderr), json.loads(done.stdout)
-
-
-def _throughput(text: str) -> float:
-    found = THROUGHPUT.findall(text)
-    if not found:
-        raise SystemExit(f"no throughput line in the script's output:\n{text[-2000:]}")
-    return float(found[-1])
+    ran = fastload(
+        "diagnose", str(path), "--modes", mode, "--warmup", "1", "--max-batches", str(steps * 10),
+        "--fixed-batches", "--show-output", "--quiet", script_args=("--steps", str(steps)), check=True,
+    )  # fmt: skip
+    assert ran.report is not None
+    return throughput(ran.stderr), ran.report
 
 
 def hook_cost_us() -> float:
-    done = subprocess.run([sys.executable, "-c", HOOK_BENCH], cwd=ROOT, capture_output=True, text=True, check=True)
-    return float(done.stdout.strip())
+    return float(plain("-c", HOOK_BENCH).strip())
 
 
 def modes_for(example, wanted: list[str]) -> list[str]:
     return [m for m in wanted if m != "no-aug" or example.name == "augmentation"]
+
+
+def measure(name: str, modes_asked: list[str], runs: int, steps: int, cost_us: float, cores: int) -> dict:
+    """Plain runs and each mode's runs of one example, alternated; printed and returned as a row."""
+    example = find(name)
+    if example is None:
+        raise SystemExit(f"unknown example {name}")
+    modes = modes_for(example, modes_asked)
+    plain_runs: list[float] = []
+    found: dict[str, list[tuple[float, dict]]] = {m: [] for m in modes}
+    for _ in range(runs):
+        plain_runs.append(throughput(plain(str(example.path), "--steps", str(steps))))
+        for mode in modes:
+            found[mode].append(under_fastload(example.path, steps, mode))
+    print(f"{name:<21}{'plain':<11}{statistics.median(plain_runs):>11.1f}")
+    return {
+        "example": name,
+        "plain": plain_runs,
+        "modes": {m: mode_row(m, found[m], plain_runs, cost_us, cores) for m in modes},
+    }
+
+
+def mode_row(mode: str, runs: list[tuple[float, dict]], plain_runs: list[float], cost_us: float, cores: int) -> dict:
+    rates = [rate for rate, _ in runs]
+    pairs = [f / p for f, p in zip(rates, plain_runs, strict=True)]
+    step_ms = statistics.median(report["runs"][0]["step_ms_p50"] for _, report in runs)
+    row = {
+        "throughput": rates,
+        "ratio_of_medians": statistics.median(rates) / statistics.median(plain_runs),
+        "pair_ratios": pairs,
+        "hook_share_of_step": cost_us / 1000 / step_ms,
+        "fastload_cpu_share": statistics.median(r["runs"][0]["profiler_cpu_percent"] / 100 / cores for _, r in runs),
+    }
+    spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
+    print(
+        f"{'':<21}{mode:<11}{statistics.median(rates):>11.1f}{row['ratio_of_medians']:>10.3f}"
+        f"{spread:>22}{100 * row['hook_share_of_step']:>9.3f}%{100 * row['fastload_cpu_share']:>13.2f}%"
+    )
+    return row
 
 
 def main() -> int:
@@ -98,7 +118,6 @@ def main() -> int:
     parser.add_argument("--modes", default="real,synthetic,no-aug")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-
     cost_us = hook_cost_us()
     cores = len(os.sched_getaffinity(0))
     print(f"child hooks add {cost_us:.1f} us per batch; {cores} cores; {args.runs} repeats\n")
@@ -106,44 +125,11 @@ def main() -> int:
     print("{:<21}{:<11}{:>11}{:>10}{:>22}{:>10}{:>14}".format(*header))
     print("{:<21}{:<11}{:>11}{:>10}{:>22}{:>10}{:>14}".format("", "", "(median)", "(medians)", "median [range]", "step",
                                                              "/ all cores"))  # fmt: skip
-    rows = []
-    for name in args.examples.split(","):
-        example = find(name)
-        if example is None:
-            raise SystemExit(f"unknown example {name}")
-        modes = modes_for(example, args.modes.split(","))
-        plain_runs: list[float] = []
-        runs: dict[str, list[float]] = {m: [] for m in modes}
-        steps_ms: dict[str, list[float]] = {m: [] for m in modes}
-        own: dict[str, list[float]] = {m: [] for m in modes}
-        for _ in range(args.runs):
-            plain_runs.append(plain(example.path, args.steps))
-            for mode in modes:
-                throughput, report = under_fastload(example.path, args.steps, mode)
-                runs[mode].append(throughput)
-                steps_ms[mode].append(report["runs"][0]["step_ms_p50"])
-                own[mode].append(report["runs"][0]["profiler_cpu_percent"] / 100 / cores)
-        row = {"example": name, "plain": plain_runs, "modes": {}}
-        print(f"{name:<21}{'plain':<11}{statistics.median(plain_runs):>11.1f}")
-        for mode in modes:
-            pairs = [f / p for f, p in zip(runs[mode], plain_runs, strict=True)]
-            found = {
-                "throughput": runs[mode],
-                "ratio_of_medians": statistics.median(runs[mode]) / statistics.median(plain_runs),
-                "pair_ratios": pairs,
-                "hook_share_of_step": cost_us / 1000 / statistics.median(steps_ms[mode]),
-                "fastload_cpu_share": statistics.median(own[mode]),
-            }
-            row["modes"][mode] = found
-            spread = f"{statistics.median(pairs):.3f} [{min(pairs):.2f}-{max(pairs):.2f}]"
-            print(
-                f"{'':<21}{mode:<11}{statistics.median(runs[mode]):>11.1f}{found['ratio_of_medians']:>10.3f}"
-                f"{spread:>22}{100 * found['hook_share_of_step']:>9.3f}%{100 * found['fastload_cpu_share']:>13.2f}%"
-            )
-        rows.append(row)
-    if args.out:
-        result = {"runs": args.runs, "steps": args.steps, "hook_cost_us": cost_us, "cores": cores, "rows": rows}
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    modes = args.modes.split(",")
+    rows = [measure(name, modes, args.runs, args.steps, cost_us, cores) for name in args.examples.split(",")]
+    write_json(
+        args.out, {"runs": args.runs, "steps": args.steps, "hook_cost_us": cost_us, "cores": cores, "rows": rows}
+    )
     return 0
 
 

@@ -15,18 +15,16 @@ separate runs lies inside the separate runs' own run-to-run range.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, fastload, write_json
+
 sys.path.insert(0, str(ROOT))
 
-from fastload_cli.examples import EXAMPLES  # noqa: E402
+from fastload_cli.examples import EXAMPLES
 
 EXAMPLE = {e.name: e.path for e in EXAMPLES}
 ZOO = ROOT / "scripts" / "zoo"
@@ -50,16 +48,12 @@ CASES = (
 
 
 def sweep(case: Case, separate: bool) -> tuple[dict[int, float], float]:
-    command = [sys.executable, "-m", "fastload_cli", "sweep-workers", str(case.path), "--workers", case.grid]
-    command += [] if separate else ["--in-process"]
-    script = ["--", *case.args] if case.args else []
-    started = time.monotonic()
-    done = subprocess.run([*command, "--json", "-", *script], cwd=ROOT, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - started
-    if done.returncode != 0:
-        raise SystemExit(f"fastload failed on {case.name}:\n{done.stderr}")
-    points = json.loads(done.stdout)["sweep"]["points"]
-    return {p["workers"]: p["throughput_samples_per_s"] for p in points if p["variant"] is None}, wall
+    together = [] if separate else ["--in-process"]
+    ran = fastload("sweep-workers", str(case.path), "--workers", case.grid, *together, script_args=case.args)
+    if ran.report is None:
+        raise SystemExit(f"fastload failed on {case.name}:\n{ran.stderr}")
+    points = ran.report["sweep"]["points"]
+    return {p["workers"]: p["throughput_samples_per_s"] for p in points if p["variant"] is None}, ran.wall_s
 
 
 def main() -> None:
@@ -91,8 +85,7 @@ def main() -> None:
         print(f"{case.name:22} {'wall s':>7} {walls[False]:>9.1f} {walls[True]:>9.1f}")
         wall_s = {"in_process": walls[False], "separate": walls[True]}
         results.append({"case": case.name, "grid": case.grid, "settings": rows, "wall_s": wall_s})
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=2))
+    write_json(args.out, results)
 
 
 if __name__ == "__main__":

@@ -12,29 +12,20 @@ the median of each arm and the median of its per-round ratio to the plain run.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, plain, ratio_of_rounds, throughput, write_json
+
 sys.path.insert(0, str(ROOT))
 
-from fastload_cli.config import DEFAULT_SAMPLE_INTERVAL_S, RunConfig  # noqa: E402
-from fastload_cli.examples import find  # noqa: E402
-from fastload_cli.runner.launch import run_mode  # noqa: E402
+from fastload_cli.config import DEFAULT_SAMPLE_INTERVAL_S, RunConfig
+from fastload_cli.examples import find
+from fastload_cli.records import ChildSpec
+from fastload_cli.runner.launch import run_mode
 
-THROUGHPUT = re.compile(r"throughput: ([0-9.]+) samples/s")
 NO_SAMPLING_S = 3600.0  # longer than any run: only the first and the last sample are taken
-
-
-def throughput(text: str) -> float:
-    found = THROUGHPUT.findall(text)
-    if not found:
-        raise SystemExit(f"no throughput line in the script's output:\n{text[-2000:]}")
-    return float(found[-1])
 
 
 def under_fastload(path: Path, steps: int, interval_s: float) -> float:
@@ -42,7 +33,7 @@ def under_fastload(path: Path, steps: int, interval_s: float) -> float:
         script=path,
         script_arg0=str(path),
         script_args=("--steps", str(steps)),
-        warmup=0,
+        child=ChildSpec(warmup=0),
         max_batches=steps * 10,
         sample_interval_s=interval_s,
     )
@@ -62,16 +53,13 @@ def main() -> int:
 
     arms: dict[str, list[float]] = {"plain": [], "fastload 20 Hz": [], "fastload, no sampling": []}
     for _ in range(args.rounds):
-        command = [sys.executable, str(example.path), "--steps", str(args.steps)]
-        arms["plain"].append(throughput(subprocess.run(command, capture_output=True, text=True, check=True).stdout))
+        arms["plain"].append(throughput(plain(str(example.path), "--steps", str(args.steps))))
         arms["fastload 20 Hz"].append(under_fastload(example.path, args.steps, DEFAULT_SAMPLE_INTERVAL_S))
         arms["fastload, no sampling"].append(under_fastload(example.path, args.steps, NO_SAMPLING_S))
     print(f"{'arm':<24}{'median samples/s':>18}{'ratio to plain (median of rounds)':>36}")
     for name, values in arms.items():
-        ratios = [a / b for a, b in zip(values, arms["plain"], strict=True)]
-        print(f"{name:<24}{statistics.median(values):>18.1f}{statistics.median(ratios):>36.3f}")
-    if args.out:
-        args.out.write_text(json.dumps({"example": args.example, "steps": args.steps, "arms": arms}, indent=2) + "\n")
+        print(f"{name:<24}{statistics.median(values):>18.1f}{ratio_of_rounds(values, arms['plain']):>36.3f}")
+    write_json(args.out, {"example": args.example, "steps": args.steps, "arms": arms})
     return 0
 
 

@@ -31,16 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, fastload, write_json
+
 sys.path.insert(0, str(ROOT))
 
-from fastload_cli.examples import EXAMPLES  # noqa: E402
+from fastload_cli.examples import EXAMPLES
 
 TARGET = 0.95
 MAX_SETTINGS = 3  # besides the script's own, on median
@@ -72,15 +71,11 @@ CASES = (
 
 
 def sweep(case: Case, max_batches: int, grid: str | None) -> tuple[dict, float]:
-    command = [sys.executable, "-m", "fastload_cli", "sweep-workers", str(case.path), "--max-batches", str(max_batches)]
-    command += ["--workers", grid] if grid else []
-    started = time.monotonic()
-    script = ["--", *case.args] if case.args else []
-    done = subprocess.run([*command, "--json", "-", *script], cwd=ROOT, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - started
-    if done.returncode != 0:
-        raise SystemExit(f"fastload failed on {case.name}:\n{done.stderr}")
-    return json.loads(done.stdout), wall
+    given = ["--workers", grid] if grid else []
+    ran = fastload("sweep-workers", str(case.path), "--max-batches", str(max_batches), *given, script_args=case.args)
+    if ran.report is None:
+        raise SystemExit(f"fastload failed on {case.name}:\n{ran.stderr}")
+    return ran.report, ran.wall_s
 
 
 def rates(report: dict) -> dict[int, float]:
@@ -143,6 +138,56 @@ def again_ratio(again: dict[int, list[float]], chosen: int, best: int) -> float 
     return statistics.median(again[chosen]) / statistics.median(again[best])
 
 
+def grid_of(case: Case, args: argparse.Namespace, earlier: dict | None, pick: int) -> tuple[dict, float, int]:
+    """Each grid setting's throughputs, the grid's wall time and runs: from an earlier run of this
+    benchmark, or measured ``--grid-repeats`` times with the chosen setting added where missing."""
+    if earlier is not None:
+        row = next(r for r in earlier["rows"] if r["case"] == case.name)
+        return {int(w): v for w, v in row["grid_repeats"].items()}, row["grid_wall_s"], row["grid_runs"]
+    grid = ",".join(str(n) for n in sorted({*map(int, case.grid.split(",")), pick}))
+    grids = [sweep(case, args.max_batches, grid) for _ in range(args.grid_repeats)]
+    repeats: dict[int, list[float]] = {}
+    for report, _ in grids:
+        for workers, rate in rates(report).items():
+            repeats.setdefault(workers, []).append(rate)
+    return repeats, sum(wall for _, wall in grids), sum(len(report["runs"]) for report, _ in grids)
+
+
+def measure(case: Case, args: argparse.Namespace, earlier: dict | None) -> dict:
+    """The search on ``case`` against the grid, with a rematch where they disagree: one row."""
+    adaptive, adaptive_wall = sweep(case, args.max_batches, None)
+    pick = adaptive["sweep"]["recommended_workers"]
+    repeats, grid_wall, grid_runs = grid_of(case, args, earlier, pick)
+    row = compare(case, adaptive, adaptive_wall, repeats, grid_wall, grid_runs)
+    best = row["grid_best"]
+    wanted = args.rematch > 0 and pick is not None and pick != best
+    again = rematch(case, pick, best, args.rematch, args.max_batches) if wanted else {}
+    final = again_ratio(again, pick, best) if again else row["chosen_over_grid_best"]
+    row.update(rematch=again, rematch_ratio=final if again else None, target_met=final is not None and final >= TARGET)
+    ratio = row["chosen_over_grid_best"]
+    shown = "n/a (not in grid)" if ratio is None else f"{ratio:.3f}"
+    shown += f" ({final:.3f})" if again and final is not None else ""
+    print(
+        f"{case.name:<24}{pick:>7}{row['grid_best']:>10}{shown:>20}{100 * adaptive['sweep']['noise']:>6.0f}%"
+        f"{row['adaptive_settings_besides_own']:>7}/{row['grid_settings']:<6}"
+        f"{row['adaptive_runs']:>5}/{row['grid_runs']:<4}"
+        f"{adaptive_wall:>7.0f}/{grid_wall:<5.0f}{'yes' if row['within_grid_run_to_run_range'] else 'no':>15}",
+        flush=True,
+    )
+    return row
+
+
+def search_only(case: Case, args: argparse.Namespace) -> dict:
+    """The search alone on ``case``: the setting it chooses and the settings it measured."""
+    report, wall = sweep(case, args.max_batches, None)
+    found = report["sweep"]
+    measured = sorted(rates(report))
+    print(
+        f"{case.name:<24}{found['recommended_workers']:>7}  {','.join(map(str, measured)):<24}{wall:>7.0f}", flush=True
+    )
+    return {"case": case.name, "chosen": found["recommended_workers"], "measured": measured, "wall_s": round(wall, 1)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid-repeats", type=int, default=3)
@@ -151,55 +196,24 @@ def main() -> int:
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--grid-from", type=Path, help="reuse the grid measured by an earlier run (its --out file)")
+    parser.add_argument("--search-only", action="store_true", help="only the search's choice per case; no grid")
     args = parser.parse_args()
     earlier = json.loads(args.grid_from.read_text()) if args.grid_from else None
     chosen = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-
-    rows, all_met = [], True
+    if args.search_only:
+        print(f"{'case':<24}{'chosen':>7}  {'settings measured':<24}{'wall s':>7}")
+        write_json(args.out, {"max_batches": args.max_batches, "rows": [search_only(c, args) for c in chosen]})
+        return 0
     print(
         f"{'case':<24}{'chosen':>7}{'grid best':>10}{'chosen/best (again)':>20}{'noise':>7}"
         f"{'settings a/g':>14}{'runs a/g':>10}{'wall s a/g':>13}{'in grid range':>15}"
     )
-    for case in chosen:
-        adaptive, adaptive_wall = sweep(case, args.max_batches, None)
-        pick = adaptive["sweep"]["recommended_workers"]
-        repeats: dict[int, list[float]] = {}
-        if earlier is not None:  # the grid of an earlier run of this benchmark
-            row = next(r for r in earlier["rows"] if r["case"] == case.name)
-            repeats = {int(w): v for w, v in row["grid_repeats"].items()}
-            grid_wall, grid_runs = row["grid_wall_s"], row["grid_runs"]
-        else:  # the grid, and the chosen setting where the grid does not hold it
-            grid = ",".join(str(n) for n in sorted({*map(int, case.grid.split(",")), pick}))
-            grids = [sweep(case, args.max_batches, grid) for _ in range(args.grid_repeats)]
-            grid_wall, grid_runs = sum(wall for _, wall in grids), sum(len(report["runs"]) for report, _ in grids)
-            for report, _ in grids:
-                for workers, rate in rates(report).items():
-                    repeats.setdefault(workers, []).append(rate)
-        row = compare(case, adaptive, adaptive_wall, repeats, grid_wall, grid_runs)
-        best = row["grid_best"]
-        wanted = args.rematch > 0 and pick is not None and pick != best
-        again = rematch(case, pick, best, args.rematch, args.max_batches) if wanted else {}
-        final = again_ratio(again, pick, best) if again else row["chosen_over_grid_best"]
-        row.update(rematch=again, rematch_ratio=final if again else None)
-        row["target_met"] = final is not None and final >= TARGET
-        all_met &= row["target_met"]
-        rows.append(row)
-        ratio = row["chosen_over_grid_best"]
-        shown = "n/a (not in grid)" if ratio is None else f"{ratio:.3f}"
-        shown += f" ({final:.3f})" if again and final is not None else ""
-        print(
-            f"{case.name:<24}{pick:>7}{row['grid_best']:>10}{shown:>20}{100 * adaptive['sweep']['noise']:>6.0f}%"
-            f"{row['adaptive_settings_besides_own']:>7}/{row['grid_settings']:<6}"
-            f"{row['adaptive_runs']:>5}/{row['grid_runs']:<4}"
-            f"{adaptive_wall:>7.0f}/{grid_wall:<5.0f}{'yes' if row['within_grid_run_to_run_range'] else 'no':>15}"
-        )
+    rows = [measure(case, args, earlier) for case in chosen]
     besides = statistics.median(r["adaptive_settings_besides_own"] for r in rows) if rows else 0
     print(f"settings measured besides the script's own, median: {besides} (target: at most {MAX_SETTINGS})")
-    all_met &= besides <= MAX_SETTINGS
-    if args.out:
-        setup = {"grid_repeats": args.grid_repeats, "rematch": args.rematch, "max_batches": args.max_batches}
-        args.out.write_text(json.dumps({**setup, "rows": rows}, indent=2))
-    return 0 if all_met else 1
+    setup = {"grid_repeats": args.grid_repeats, "rematch": args.rematch, "max_batches": args.max_batches}
+    write_json(args.out, {**setup, "rows": rows})
+    return 0 if all(r["target_met"] for r in rows) and besides <= MAX_SETTINGS else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Open a page in the system's headless Chromium (Debian's package) and record what went wrong.
 
 Tests that need it skip, with the reason, where Chromium or Playwright is missing; `scripts/test`
-installs Chromium, and the dev extra Playwright. The page must work offline: any request leaving the file is recorded as an error.
+installs Chromium, and the dev extra Playwright. The page must work offline: any request leaving
+the file is recorded as an error.
 """
 
 from __future__ import annotations
