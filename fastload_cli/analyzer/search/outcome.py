@@ -12,7 +12,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import parts
 from fastload_cli.analyzer.search.climb import climb
 from fastload_cli.analyzer.search.limits import Limits, capped
-from fastload_cli.analyzer.search.points import faster, merge, noise, plain, throughput, usable
+from fastload_cli.analyzer.search.points import faster, noise, plain, pooled, throughput, usable
 from fastload_cli.analyzer.search.predict import Curve, error
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import SweepPoint, SweepResult
@@ -45,7 +45,7 @@ def conclude(
     highest = measured[max(measured)]
     rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
     result = SweepResult(
-        points=tuple(sorted(merge(points), key=lambda p: (p.workers, p.variant or ""))),
+        points=tuple(sorted(pooled(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
         best_workers=best.workers,
         recommended_workers=chosen.workers,
@@ -103,7 +103,7 @@ def returns(result: SweepResult) -> str:
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
     """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
-    variants = usable(p for p in merge(points) if p.variant is not None and p.workers == plain.workers)
+    variants = usable(p for p in pooled(points) if p.variant is not None and p.workers == plain.workers)
     winner = max(variants, key=throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None
 

@@ -48,26 +48,26 @@ def faster(a: SweepPoint, b: SweepPoint) -> bool:
     return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
 
 
-def merge(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     """One point per setting: a setting measured more than once gets its runs' mean throughput,
     and a spread that covers the difference between the runs as well as within each."""
     groups: dict[tuple[int, str | None], list[SweepPoint]] = {}
     for p in points:
         groups.setdefault((p.workers, p.variant), []).append(p)
-    merged = []
+    found = []
     for group in groups.values():
         ok = usable(group)
         if len(group) == 1 or not ok:
-            merged.append(group[-1])
+            found.append(group[-1])
             continue
         rates = [throughput(p) for p in ok]
         mean = sum(rates) / len(rates)
         between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
         within = max((p.spread for p in ok if p.spread is not None), default=0.0)
-        merged.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
-    return merged
+        found.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
+    return found
 
 
 def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
     """Points without prefetch_factor / pin_memory overrides, one per worker count."""
-    return {p.workers: p for p in merge(points) if p.variant is None}
+    return {p.workers: p for p in pooled(points) if p.variant is None}
