@@ -43,8 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner.warm": {"records"},  # the parent's client of the warm starter (its server is runner.child.starter)
     "runner.stacks": {"records"},
     "runner.collect": {"records"},
-    "runner.launch": {"samplers", "records", "config", "errors", "runner"},
-    "runner.job": {"samplers", "records", "config", "errors", "runner"},
+    "runner": {"samplers", "records", "config", "errors"},  # the parent's side: start, flight, launch, job
     "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},
     # the num_workers search: of the analyzer, the thresholds, one run's figures and the settle rule

@@ -1,0 +1,369 @@
+"""A run in flight, in the parent: one watch loop for every way a run starts (``start.py``).
+
+The run is heard through one event collector per process that runs the script: one for a single
+process, one per local rank for a data-parallel job. Everything the loop decides reads all of
+them alike: the run has its batches when the slowest rank has them, has settled when every rank
+has, and has ended when every rank said so. The stop goes to the process that runs the script, or
+to every rank at once (never to a job's launcher, which would tear the job down).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import selectors
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastload_cli.config import RunConfig
+from fastload_cli.records import (
+    GpuSample,
+    HostSample,
+    RunResult,
+    RunStatus,
+    SamplerHealth,
+    StopReason,
+    Streamed,
+)
+from fastload_cli.records.protocol import NEXT_SIGNAL, STOP_SIGNAL
+from fastload_cli.runner.collect import EventCollector
+from fastload_cli.runner.processes import terminate_run
+from fastload_cli.runner.stacks import StackProbe
+from fastload_cli.runner.start import Started
+from fastload_cli.samplers.gpu import GpuSampler
+from fastload_cli.samplers.host import HostSampler, cpu_count, oom_kills
+from fastload_cli.samplers.pyspy import PySpy
+
+HostReadings = tuple[tuple[HostSample, ...], SamplerHealth]
+GpuReadings = tuple[tuple[GpuSample, ...], SamplerHealth]
+
+OUTPUT_TAIL_BYTES = 32 * 1024
+# The settle rule is asked at most this often: often enough to stop within a batch or two of a
+# second-long step, rarely enough that reading every batch so far stays cheap on a long run.
+SETTLE_CHECK_S = 0.2
+POLL_S = 0.1
+DRAIN_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Observer:
+    """Callbacks for live feedback; the CLI renders them, domain code never prints."""
+
+    on_batches: Callable[[int, int], None] | None = None  # (batches so far, batches wanted)
+    on_output: Callable[[bytes], None] | None = None  # the script's own output, as it comes
+
+
+@dataclass(frozen=True, slots=True)
+class Before:
+    """What is read once, before the run starts."""
+
+    started_ns: int
+    cpu_s: float  # fastload's own CPU so far, all threads
+    memory_available: int | None
+    oom_kills: int | None
+
+
+@dataclass(slots=True)
+class Stopping:
+    """Where the run is in its stop."""
+
+    reason: StopReason | None = None
+    asked_at: float | None = None
+    end_seen_at: float | None = None  # when every process that runs the script said it is leaving
+    interrupted: bool = False
+    stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
+
+
+@dataclass(slots=True)
+class Flight:
+    """One run in flight: heard, sampled, stopped and read back."""
+
+    config: RunConfig
+    started: Started
+    observer: Observer
+    run_id: str
+    before: Before
+    stack: StackProbe
+    host: HostSampler
+    gpu: GpuSampler | None = None
+    gpu_unavailable: str | None = None
+    collectors: dict[int, EventCollector] = field(default_factory=dict)
+    tail: bytearray = field(default_factory=bytearray)
+    stop: Stopping = field(default_factory=Stopping)
+    pyspy: PySpy | None = None
+    settle_checked_at: float = 0.0  # when the settle rule was last asked
+    next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
+
+    def __post_init__(self) -> None:
+        self.collectors = {rank: EventCollector() for rank in self.started.events}
+        self.pyspy = PySpy(self.config.py_spy_s) if self.config.py_spy_s > 0 else None
+
+    @property
+    def proc(self) -> Any:
+        return self.started.proc
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop.interrupted
+
+    @interrupted.setter
+    def interrupted(self, value: bool) -> None:  # ``processes.interrupts_as_flag`` sets it
+        self.stop.interrupted = value
+
+    @property
+    def main_pid(self) -> int:
+        """The process that runs the script (a job: local rank 0, once it said hello)."""
+        return self.started.script_pid or self.collectors[0].pid or self.proc.pid
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def watch(self) -> None:
+        """Read events and output until the run is gone or must be stopped."""
+        deadline = time.monotonic() + self.config.timeout_s
+        with self.selector() as selector:
+            while self.proc.poll() is None and not self._gave_up() and not self.interrupted:
+                if self.stop.asked_at is None and time.monotonic() > deadline:
+                    self.stop.stuck_at = self.stack.capture(self.main_pid)
+                    self.ask_stop(StopReason.TIMEOUT)
+                self.pump(selector, POLL_S)
+
+    def selector(self) -> selectors.DefaultSelector:
+        selector = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        for rank, stream in self.started.events.items():
+            selector.register(stream, selectors.EVENT_READ, functools.partial(self._on_events, rank))
+        selector.register(self.proc.stdout, selectors.EVENT_READ, self._on_output)
+        return selector
+
+    def pump(self, selector: selectors.BaseSelector, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for data on any pipe and hand it on; forget closed pipes."""
+        for key, _ in selector.select(timeout_s):
+            data = _read_some(key.fd)
+            if data:
+                key.data(data)
+            elif data is not None:
+                selector.unregister(key.fileobj)
+
+    def _gave_up(self) -> bool:
+        """The run was asked to stop (or said it ended) but has not left within the grace."""
+        since = self.stop.asked_at if self.stop.asked_at is not None else self.stop.end_seen_at
+        return since is not None and time.monotonic() - since > self.config.stop_grace_s
+
+    def _on_events(self, rank: int, data: bytes) -> None:
+        for event in self.collectors[rank].feed(data):
+            if event["kind"] in ("iterator", "phase"):
+                self.host.note_workers(event.get("worker_pids") or [])
+            elif event["kind"] == "end" and all(c.end_reason is not None for c in self.collectors.values()):
+                self.stop.end_seen_at = time.monotonic()
+        self.after_events()
+
+    def batches_done(self) -> int:
+        """Batches every process that runs the script has: a job has them when its last rank has."""
+        return min(c.most_batches() for c in self.collectors.values())
+
+    def after_events(self) -> None:
+        """Progress, py-spy, and the stop once enough batches came."""
+        done = self.batches_done()
+        if self.pyspy is not None and not self.pyspy.started and done >= max(self.config.warmup, 1):
+            self._profile_loading()
+        if self.observer.on_batches is not None:
+            self.observer.on_batches(done, self.config.requested_batches)
+        if self.stop.asked_at is not None or self._profiling():
+            return
+        if done >= self.config.requested_batches or self._last_setting_done(done):
+            self.ask_stop(StopReason.ENOUGH_BATCHES)
+        elif done > self.config.warmup and self._settle_due() and self.settled():
+            self._settled()
+
+    def _last_setting_done(self, done: int) -> bool:
+        """An in-process run's last setting has had the batches planned for it."""
+        settings, marks = self.config.child.turns, self.collectors[0].busiest_phases()
+        return bool(settings) and len(marks) >= len(settings) and done - marks[-1].batch >= marks[-1].planned
+
+    def _settled(self) -> None:
+        """Stable: the run stops, or an in-process run's next setting takes over (asked once a setting)."""
+        marks = len(self.collectors[0].busiest_phases())
+        if marks >= len(self.config.child.turns):
+            self.ask_stop(StopReason.SETTLED)
+        elif marks > self.next_asked_at:
+            self.next_asked_at = marks
+            self._signal(NEXT_SIGNAL)
+
+    def _settle_due(self) -> bool:
+        """Time to ask the settle rule again (it reads every batch): at most every ``SETTLE_CHECK_S``."""
+        now = time.monotonic()
+        if now - self.settle_checked_at < SETTLE_CHECK_S:
+            return False
+        self.settle_checked_at = now
+        return True
+
+    def settled(self) -> bool:
+        """Every process's estimate is as stable as the run's settle rule asks (never without one)."""
+        settle = self.config.settle
+        return settle is not None and all(settle(self.streamed(c)) for c in self.collectors.values())
+
+    def streamed(self, c: EventCollector) -> Streamed:
+        return Streamed(
+            batches=tuple(c.batches),
+            loaders=tuple(c.loaders),
+            iterators=tuple(c.iterators),
+            warmup_batches=self.config.warmup,
+            requested_batches=self.config.requested_batches,
+            phases=tuple(c.phases),
+        )
+
+    def _profiling(self) -> bool:
+        """py-spy is sampling the loading processes: the run goes on until it is done (the batches
+        past the requested ones are not measured)."""
+        return self.pyspy is not None and self.pyspy.running()
+
+    def _profile_loading(self) -> None:
+        """Start py-spy on the processes that load: the current epoch's workers, or the script's
+        own process when it loads in the main process."""
+        assert self.pyspy is not None
+        iterators = self.collectors[0].iterators
+        workers = next((list(it.worker_pids) for it in reversed(iterators) if it.worker_pids), [])
+        self.pyspy.start(workers or [self.main_pid], "workers" if workers else "main")
+
+    def _on_output(self, data: bytes) -> None:
+        self.tail.extend(data)
+        del self.tail[:-OUTPUT_TAIL_BYTES]
+        if self.observer.on_output is not None:
+            self.observer.on_output(data)
+
+    def ask_stop(self, reason: StopReason) -> None:
+        self.stop.reason, self.stop.asked_at = self.stop.reason or reason, time.monotonic()
+        self._signal(STOP_SIGNAL)
+
+    def _signal(self, number: int) -> None:
+        """To the process that runs the script, or to every rank that said hello."""
+        pids = [self.started.script_pid] if self.started.script_pid else [c.pid for c in self.collectors.values()]
+        for pid in pids:
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, number)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Terminate what is left of the run, then read what the pipes still hold."""
+        for fd in self.started.held:  # the ranks are gone: let the FIFOs end once drained
+            os.close(fd)
+        self.started.held.clear()
+        terminate_run(self.proc, self.run_id, self.host.tracked_pids(), self.started.adopter)
+        self.stack.close()
+        deadline = time.monotonic() + DRAIN_S
+        with self.selector() as selector:
+            while selector.get_map() and time.monotonic() < deadline:
+                self.pump(selector, max(0.0, deadline - time.monotonic()))
+        for stream in self.started.events.values():
+            with contextlib.suppress(OSError):
+                stream.close()
+        if self.started.folder is not None:
+            shutil.rmtree(self.started.folder, ignore_errors=True)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def result_of(self, c: EventCollector, host: HostReadings, gpu: GpuReadings | None, **outcome: Any) -> RunResult:
+        """What ``c`` heard, with the run's samples and the outcome given (status, stop reason,
+        exit code, signal)."""
+        gpu_samples, gpu_health = gpu if gpu is not None else ((), None)
+        gpu_unavailable = self.gpu_unavailable
+        if gpu_health is not None and gpu_health.unavailable and not gpu_samples:
+            gpu_unavailable = "; ".join(gpu_health.unavailable)
+        return RunResult(
+            spec=self.config.spec,
+            requested_batches=self.config.requested_batches,
+            warmup_batches=self.config.warmup,
+            started_ns=self.before.started_ns,
+            ended_ns=time.monotonic_ns(),
+            error=c.error,
+            output_tail=self.tail.decode(errors="replace"),
+            cpu_count=cpu_count(),
+            env=c.env,
+            loaders=tuple(c.loaders),
+            iterators=tuple(c.iterators),
+            batches=tuple(c.batches),
+            layouts=tuple(c.layouts),
+            substitutions=tuple(c.substitutions),
+            host_samples=host[0],
+            host_health=host[1],
+            gpu_samples=gpu_samples,
+            gpu_health=gpu_health,
+            breakdown=c.breakdown,
+            phases=tuple(c.phases),
+            gpu_unavailable=gpu_unavailable,
+            schedstat=c.schedstat,
+            profiler_cpu_s=time.process_time() - self.before.cpu_s,
+            memory_available_bytes=self.before.memory_available,
+            stuck_at=self.stop.stuck_at,
+            oom_kills=self._oom_kills(),
+            rank=c.rank,
+            local_rank=c.local_rank,
+            world_size=c.world_size,
+            **outcome,
+        )
+
+    def _oom_kills(self) -> int | None:
+        """Processes the kernel's OOM killer killed during the run (on the whole machine)."""
+        before, after = self.before.oom_kills, oom_kills()
+        return after - before if before is not None and after is not None else None
+
+    def stopped(self) -> tuple[RunStatus, StopReason] | None:
+        """The outcome of a stop fastload made, or None when the run ended by itself."""
+        if self.interrupted:
+            return RunStatus.INTERRUPTED, StopReason.INTERRUPTED
+        if self.stop.reason in (StopReason.ENOUGH_BATCHES, StopReason.SETTLED):
+            return RunStatus.OK, self.stop.reason
+        if self.stop.reason is StopReason.TIMEOUT:
+            return RunStatus.TIMEOUT, StopReason.TIMEOUT
+        return None
+
+
+def single_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
+    """The result of a run of one process: its stop, else how it ended, as it said or as it died."""
+    c, proc = flight.collectors[0], flight.proc
+    status, reason = flight.stopped() or ended(c)
+    return flight.result_of(
+        c,
+        host,
+        gpu,
+        status=status,
+        stop_reason=reason,
+        exit_code=c.end_exit_code if c.end_exit_code is not None else proc.returncode,
+        signal_name=signal_name(proc.returncode) if c.end_reason is None else None,
+    )
+
+
+def ended(c: EventCollector) -> tuple[RunStatus, StopReason]:
+    """The outcome of a process that ended by itself, as it said when it left."""
+    if c.end_reason is StopReason.SCRIPT_ENDED:
+        return (RunStatus.OK if c.end_exit_code == 0 else RunStatus.FAILED), StopReason.SCRIPT_ENDED
+    if c.end_reason is StopReason.SCRIPT_RAISED:
+        return RunStatus.FAILED, StopReason.SCRIPT_RAISED
+    return RunStatus.FAILED, StopReason.CHILD_DIED
+
+
+def _read_some(fd: int) -> bytes | None:
+    """Up to 64 KiB from a pipe the selector said is readable: b"" at end of file, None when
+    there was nothing after all."""
+    try:
+        return os.read(fd, 65536)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
+def signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
