@@ -264,14 +264,14 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
     outcome = done
     for position, spec in enumerate(specs):
         if not _fits(outcome, deadline):
-            left = tuple(s.label.removeprefix("fix:") for s in specs[position:])
+            left = tuple(_named(s) for s in specs[position:])
             named = (*left, "split") if splitting else left
             runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(named)}.")
             return replace(outcome, unverified=left)
         if spec.mode is Mode.CACHED:
             runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
         else:
-            runner.on_note(None, f"Verifying what fastload can apply itself: {spec.label.removeprefix('fix:')}.")
+            runner.on_note(None, f"Verifying what fastload can apply itself: {_named(spec)}.")
         chosen = replace(runner, base=with_cache(runner.base)) if spec.mode in CACHING else runner
         outcome = run_modes(chosen, (spec,), outcome)
         if outcome.interrupted:
@@ -283,6 +283,11 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
         runner.on_note(None, "Not measured within diagnose's time budget: split.")
         return outcome
     return run_split(replace(runner, base=with_cache(runner.base)), outcome)
+
+
+def _named(spec: ModeSpec) -> str:
+    """A follow-up run as the notes and ``Outcome.unverified`` name it: its fixes, or its mode."""
+    return "+".join(spec.fixes) if spec.mode is Mode.FIX else spec.label
 
 
 def _fits(outcome: Outcome, deadline: float) -> bool:

@@ -26,7 +26,6 @@ from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
     CACHE_LOCATION,
-    UNDONE,
     BatchInfo,
     Breakdown,
     Finding,
@@ -243,7 +242,7 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
     undone = [x for x in run.substitutions if x.undone]
     if undone:
         names = ", ".join(dict.fromkeys(x.transform for x in undone))
-        why = undone[0].replacement.removeprefix(f"{UNDONE}: ")
+        why = undone[0].reason
         found.append(
             f"{s.mode}: fastload's stand-ins for {names} were undone: {why}. The pipeline ran as written, so this "
             "run does not measure augmentation; `--keep-transform NAME` keeps one transform as it is."

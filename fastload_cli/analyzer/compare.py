@@ -43,7 +43,7 @@ def figures(report: Report, source: str = "this run") -> Figures:
     return Figures(
         source=source,
         schema=report.schema,
-        command=report.command,
+        command=report.command.value,
         script=report.script,
         script_args=report.script_args,
         bottleneck=report.verdict.bottleneck.value,

@@ -111,7 +111,7 @@ def _real_run(report: Report) -> tuple[float | None, float | None, str | None]:
     """The real run's data wait and throughput, or why they were not measured."""
     run = next((r for r in report.runs if r.mode == Mode.REAL.value and r.variant is None), None)
     if run is None:
-        return None, None, f"the {report.command} report has no real run"
+        return None, None, f"the {report.command.value} report has no real run"
     if run.batches == 0 or run.error is not None:
         return None, None, f"the real run measured no steady batch ({run.error or run.status.value})"
     return run.data_wait_fraction, run.throughput_samples_per_s, None

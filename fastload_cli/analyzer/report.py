@@ -9,7 +9,7 @@ from fastload_cli.analyzer import analyze, search, split, trials
 from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.config import RunConfig
-from fastload_cli.records import Breakdown, Environment, FixSpec, Mode, Report, RunResult, RunSummary, Timeline
+from fastload_cli.records import Breakdown, Command, Environment, FixSpec, Mode, Report, RunResult, RunSummary, Timeline
 
 
 class Measured(Protocol):
@@ -33,7 +33,7 @@ class Measured(Protocol):
     def split_run(self) -> RunResult | None: ...
 
 
-def build_report(command: str, base: RunConfig, measured: Measured, environment: Environment) -> Report:
+def build_report(command: Command, base: RunConfig, measured: Measured, environment: Environment) -> Report:
     """Analyse what was measured and assemble the report every output format renders."""
     analysis = analyze(measured.runs, measured.limits, measured.breakdown, summaries=measured.summaries)
     no_aug = next((r for r in measured.runs if r.spec.mode is Mode.NO_AUG), None)
@@ -49,7 +49,7 @@ def build_report(command: str, base: RunConfig, measured: Measured, environment:
         recommendations=trials.not_verified(analysis.recommendations, measured.unverified, facts.loader),
         substitutions=no_aug.substitutions if no_aug is not None else (),
         interrupted=measured.interrupted,
-        reading=read_ceiling(analysis.facts, analysis.verdict) if command == "synthetic-compare" else None,
+        reading=read_ceiling(analysis.facts, analysis.verdict) if command is Command.SYNTHETIC_COMPARE else None,
         sweep=analysis.facts.sweep,
         breakdown=measured.breakdown,
         batch=analysis.facts.batch,

@@ -40,6 +40,7 @@ from fastload_cli.cli.options import (
 from fastload_cli.cli.run import STDOUT, Output, check_writable, error_boundary, note, outputs, run_command
 from fastload_cli.config import DEFAULT_MAX_WORKERS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import UsageError
+from fastload_cli.records import Command
 
 app = typer.Typer(
     name="fastload",
@@ -107,11 +108,11 @@ def diagnose(
         from fastload_cli.session import DiagnoseRuns
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
-        out, base = prepare("diagnose", script, script_args, measure, outputs, gates, launch, out, transforms)
+        out, base = prepare(Command.DIAGNOSE, script, script_args, measure, outputs, gates, launch, out, transforms)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
         runs = DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
-        run_command("diagnose", base, runs, out)
+        run_command(Command.DIAGNOSE, base, runs, out)
 
 
 @app.command("synthetic-compare")
@@ -133,8 +134,10 @@ def synthetic_compare(
         from fastload_cli.config import DIAGNOSE_MODES
         from fastload_cli.session import DiagnoseRuns
 
-        out, base = prepare("synthetic-compare", script, script_args, measure, outputs, gates, launch, out, transforms)
-        run_command("synthetic-compare", base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
+        out, base = prepare(
+            Command.SYNTHETIC_COMPARE, script, script_args, measure, outputs, gates, launch, out, transforms
+        )
+        run_command(Command.SYNTHETIC_COMPARE, base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
 
 
 @app.command("sweep-workers")
@@ -160,14 +163,14 @@ def sweep_workers(
         from fastload_cli.config import parse_counts
         from fastload_cli.session import SweepRuns
 
-        out, base = prepare("sweep-workers", script, script_args, measure, outputs, gates, launch, out)
+        out, base = prepare(Command.SWEEP_WORKERS, script, script_args, measure, outputs, gates, launch, out)
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
         if grid is None and fixed_plan(base, out):
             raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
         pin_both = pin_memory is PinMemory.BOTH
         runs = SweepRuns(max_workers, grid, factors, pin_both, in_process=in_process)
-        run_command("sweep-workers", base, runs, out)
+        run_command(Command.SWEEP_WORKERS, base, runs, out)
 
 
 @app.command("try")
@@ -189,8 +192,8 @@ def try_fixes(
         from fastload_cli.config import parse_fixes
         from fastload_cli.session import TryRuns
 
-        out, base = prepare("try", script, script_args, measure, outputs, gates, launch, out)
-        run_command("try", base, TryRuns(parse_fixes(fix)), out)
+        out, base = prepare(Command.TRY, script, script_args, measure, outputs, gates, launch, out)
+        run_command(Command.TRY, base, TryRuns(parse_fixes(fix)), out)
 
 
 @app.command()
@@ -223,7 +226,7 @@ def demo(
             )
         note(out, f"Example '{example.name}': {example.summary}.")
         base = make_config(example.filename, None, measure, cwd=example.path.parent)
-        run_command("diagnose", base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
+        run_command(Command.DIAGNOSE, base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
 
@@ -309,7 +312,7 @@ def main_options(
 
 
 def prepare(
-    command: str,
+    command: Command,
     script: str,
     script_args: list[str] | None,
     measure: Measure,
@@ -323,7 +326,7 @@ def prepare(
     the gates, the script and the measurement's settings, the data-parallel job."""
     out = replace(out, paths=outputs_of(given), gates=make_gates(script, gates))
     base = make_config(script, script_args, measure, transforms)
-    return out, with_launcher(base, launch, command, out)
+    return out, with_launcher(base, launch, command.value, out)
 
 
 def outputs_of(given: Outputs) -> dict[str, str]:

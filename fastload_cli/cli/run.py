@@ -24,7 +24,7 @@ from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedErro
 
 if TYPE_CHECKING:
     from fastload_cli.analyzer.gates import Gates
-    from fastload_cli.records import Environment, ModeSpec, Report, RunResult
+    from fastload_cli.records import Command, Environment, ModeSpec, Report, RunResult
     from fastload_cli.reporters import Format
     from fastload_cli.session import CommandRuns, Outcome
 
@@ -99,7 +99,7 @@ def check_writable(path: str) -> None:
         raise OutputPathError(path, "permission denied")
 
 
-def run_command(command: str, base: RunConfig, runs: CommandRuns, out: Output) -> None:
+def run_command(command: Command, base: RunConfig, runs: CommandRuns, out: Output) -> None:
     """Execute the command's runs, analyse, report; exits with 130/143 when interrupted."""
     from fastload_cli.samplers.gpu import open_nvml
 
@@ -123,7 +123,7 @@ def run_command(command: str, base: RunConfig, runs: CommandRuns, out: Output) -
         judge(report, out)
 
 
-def make_report(command: str, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
+def make_report(command: Command, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
     """The report, or None when an interrupted command measured no batch at all."""
     from fastload_cli.analyzer.report import build_report
 

@@ -80,7 +80,6 @@ class BatchLayout:
 
 
 UNCHANGED = "unchanged"  # a substitution's replacement when it could not be made
-UNDONE = "undone"  # ...when it was made, then undone: its stand-ins did not give a sample like the original
 
 
 def setting_location(name: str) -> str:
@@ -111,11 +110,8 @@ class Substitution:
     original: str
     replacement: str
     guessed: bool = False  # True: a user class judged random from its name
-
-    @property
-    def undone(self) -> bool:
-        """Made, then undone: the stand-ins did not give a sample like the original."""
-        return self.replacement.startswith(UNDONE)
+    undone: bool = False  # made, then undone: the stand-ins did not give a sample like the original
+    reason: str = ""  # why it was undone
 
     @property
     def applied(self) -> bool:

@@ -13,6 +13,15 @@ SCHEMA = "fastload.report/1"
 # --------------------------------------------------------------------------------------------
 
 
+class Command(enum.Enum):
+    """The commands that run a script; the report's ``command`` (``demo`` reports as ``diagnose``)."""
+
+    DIAGNOSE = "diagnose"
+    SYNTHETIC_COMPARE = "synthetic-compare"
+    SWEEP_WORKERS = "sweep-workers"
+    TRY = "try"
+
+
 class Mode(enum.Enum):
     """How the child changes the script's input pipeline for one run."""
 

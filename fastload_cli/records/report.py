@@ -16,7 +16,7 @@ from fastload_cli.records.measured import (
     Substitution,
     TensorLeaf,
 )
-from fastload_cli.records.modes import SCHEMA, Bottleneck, RunStatus
+from fastload_cli.records.modes import SCHEMA, Bottleneck, Command, RunStatus
 
 # --------------------------------------------------------------------------------------------
 # What the analyzer derives, and what the reporters render
@@ -268,7 +268,7 @@ class InputSplit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    command: str
+    command: Command
     script: str
     script_args: tuple[str, ...]
     fastload_version: str

@@ -39,7 +39,7 @@ def document(report: Report) -> str:
     )
     return environment.get_template(TEMPLATE).render(
         report=report,
-        title=f"fastload {report.command} {report.script}",
+        title=f"fastload {report.command.value} {report.script}",
         modes=_modes(report),
         recommendations=[_recommendation(r) for r in report.recommendations],
         sweep=_sweep_chart(report.sweep) if report.sweep is not None and report.sweep.points else None,

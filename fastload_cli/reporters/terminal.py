@@ -179,7 +179,7 @@ def _verdict(v: Verdict, report: Report) -> Panel:
     lines.append(Text(" · ".join(facts), style="dim"))
     if report.interrupted:
         lines.append(Text("Interrupted: this report covers what was measured before the stop.", style="bold red"))
-    heading = f"fastload {report.command} {report.script}"
+    heading = f"fastload {report.command.value} {report.script}"
     return Panel(Group(*lines), title=heading, title_align="left", expand=True)
 
 
@@ -341,7 +341,8 @@ def _substitutions(subs: tuple[Substitution, ...]) -> list[RenderableType]:
     lines: list[RenderableType] = []
     for s in subs[:MAX_SUBSTITUTIONS]:
         guess = " (guessed from its name)" if s.guessed else ""
-        lines.append(Text(f"{s.location}: {s.original} -> {s.replacement}{guess}"))
+        replacement = f"undone: {s.reason}" if s.undone else s.replacement
+        lines.append(Text(f"{s.location}: {s.original} -> {replacement}{guess}"))
     if len(subs) > MAX_SUBSTITUTIONS:
         lines.append(Text(f"... and {len(subs) - MAX_SUBSTITUTIONS} more (see --json)", style="dim"))
     return lines

@@ -40,7 +40,7 @@ def trace(report: Report) -> dict[str, Any]:
         "displayTimeUnit": "ms",
         "otherData": {
             "producer": f"fastload {report.fastload_version}",
-            "command": report.command,
+            "command": report.command.value,
             "script": report.script,
             "clock": "CLOCK_MONOTONIC, microseconds",
         },

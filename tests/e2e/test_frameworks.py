@@ -98,7 +98,7 @@ def test_timm_create_loader_on_images_of_varied_sizes(jpegs: Path) -> None:
     check_runs(report, {"real", "synthetic", "no-aug"})
     crop = next(s for s in report["substitutions"] if s["original"].startswith("RandomResizedCropAndInterpolation"))
     assert "CenterCrop" in crop["replacement"]  # a crop to the same size, never the identity
-    assert not any("undone" in s["replacement"] for s in report["substitutions"])
+    assert not any(s["undone"] for s in report["substitutions"])
 
 
 @needs_frameworks

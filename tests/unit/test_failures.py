@@ -17,7 +17,7 @@ from fastload_cli.analyzer.failures import (
     killed_hint,
     timeout_hint,
 )
-from fastload_cli.records import UNDONE, RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import RunResult, RunStatus, ScriptError, StopReason
 from fastload_cli.runner.stacks import main_thread_frames
 from tests.unit import builders as b
 
@@ -121,7 +121,7 @@ def _real_and_no_aug(no_aug: RunResult) -> list[RunResult]:
 
 def test_a_no_aug_run_whose_stand_ins_were_undone_measures_no_augmentation() -> None:
     undone = dataclasses.replace(
-        b.NO_AUG_SUBSTITUTION, replacement=f"{UNDONE}: the stand-ins changed the first sample ((3, 32, 32) -> ...)"
+        b.NO_AUG_SUBSTITUTION, undone=True, reason="the stand-ins changed the first sample ((3, 32, 32) -> ...)"
     )
     batches = b.batches([100] + [12] * 19, 10)
     run = dataclasses.replace(b.run("no-aug", batches), substitutions=(undone,))

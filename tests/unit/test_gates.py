@@ -9,7 +9,7 @@ import pytest
 
 from fastload_cli.analyzer.compare import UnreadableReport, compare, figures, read_figures
 from fastload_cli.analyzer.gates import Gates, GateStatus, evaluate, parse_fail_on, parse_fraction
-from fastload_cli.records import Bottleneck, Environment, Report, RunStatus, RunSummary, Verdict
+from fastload_cli.records import Bottleneck, Command, Environment, Report, RunStatus, RunSummary, Verdict
 from fastload_cli.reporters import comparison, json_report
 from tests.unit import builders as b
 
@@ -21,7 +21,7 @@ def report(*runs: RunSummary, bottleneck: Bottleneck = Bottleneck.CPU, script: s
         bottleneck=bottleneck, label=bottleneck.value, confidence=0.9, speedup_ceiling=2.0, evidence=(), caveats=()
     )
     return Report(
-        command="diagnose",
+        command=Command.DIAGNOSE,
         script=script,
         script_args=(),
         fastload_version="0.1.0",

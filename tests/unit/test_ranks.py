@@ -14,7 +14,7 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.cli.launcher import LaunchOptions
 from fastload_cli.config import Launcher
 from fastload_cli.errors import UsageError
-from fastload_cli.records import Bottleneck, ProcRole, RunResult
+from fastload_cli.records import Bottleneck, Command, ProcRole, RunResult
 from fastload_cli.reporters import json_report
 from fastload_cli.runner.job import ROOT_CAUSE, as_rank
 from tests.unit import builders as b
@@ -113,7 +113,7 @@ def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
     from tests.unit.test_report_sections import ENV  # the sample environment
 
     runs = (straggling(),)
-    report = build_report("diagnose", RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
+    report = build_report(Command.DIAGNOSE, RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
                           Outcome(runs=runs, summaries=tuple(summarize(r) for r in runs)),
                           dataclasses.replace(ENV, world_size=2, nproc_per_node=2))  # fmt: skip
     doc = json.loads(json_report.document(report))

@@ -23,6 +23,7 @@ from fastload_cli.records import (
     BatchLayout,
     Breakdown,
     BreakdownStep,
+    Command,
     Environment,
     FixSpec,
     Profile,
@@ -105,7 +106,7 @@ def full_report() -> Report:
     asked = (FixSpec.parse("thread-prefetch"), FixSpec.parse("pin-memory"))
     outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=search.Limits(refine=0), fixes=asked)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
-    return build_report("synthetic-compare", base, outcome, ENV)
+    return build_report(Command.SYNTHETIC_COMPARE, base, outcome, ENV)
 
 
 def text(*parts: object) -> str:

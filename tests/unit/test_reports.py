@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from fastload_cli.analyzer import analyze
-from fastload_cli.records import Environment, Report
+from fastload_cli.records import Command, Environment, Report
 from fastload_cli.reporters import json_report, terminal
 from tests.unit import builders as b
 
@@ -39,7 +39,7 @@ def sample_report() -> Report:
         python="3.11.7", torch="2.14.1", cuda_available=False, gpus=(), cpu_count=2, nvml="unavailable: test"
     )
     return Report(
-        command="diagnose",
+        command=Command.DIAGNOSE,
         script="train.py",
         script_args=("--epochs", "1"),
         fastload_version="0.1.0",

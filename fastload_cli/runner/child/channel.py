@@ -32,9 +32,10 @@ class Channel:
                 self._broken = True
 
     def substitution(
-        self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False
+        self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False, undone: str = ""
     ) -> None:
-        """Something the mode changed in a loader (or could not change, and why)."""
+        """Something the mode changed in a loader (or could not change, and why); ``undone``: why
+        it was changed back, where it was."""
         self.emit(
             EventKind.SUBSTITUTION,
             loader_id=loader_id,
@@ -42,4 +43,6 @@ class Channel:
             original=original,
             replacement=replacement,
             guessed=guessed,
+            undone=bool(undone),
+            reason=undone,
         )

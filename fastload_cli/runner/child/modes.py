@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastload_cli.records import UNCHANGED, UNDONE, ChildSpec, EventKind, Mode, setting_location
+from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode, setting_location
 from fastload_cli.runner.child import breakdown, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len
 from fastload_cli.runner.child.channel import Channel
@@ -154,8 +154,7 @@ def derandomize(dataset: Any, spec: ChildSpec, channel: Channel, loader_id: int)
     walk = transforms.derandomize(dataset, keep, drop)
     undone = transforms.check_on_sample(dataset, walk, before)
     for item in walk.found:
-        replacement = f"{UNDONE}: {undone}" if undone else item.replacement
-        channel.substitution(loader_id, item.location, item.original, replacement, item.guessed)
+        channel.substitution(loader_id, item.location, item.original, item.replacement, item.guessed, undone or "")
     for problem in walk.problems:
         channel.substitution(loader_id, "dataset", problem, UNCHANGED)
     return walk

@@ -43,9 +43,10 @@ class Events:
         self.seen.append((kind, fields))
 
     def substitution(
-        self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False
+        self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False, undone: str = ""
     ) -> None:
-        self.emit(EventKind.SUBSTITUTION, location=location, original=original, replacement=replacement)
+        fields = {"location": location, "original": original, "replacement": replacement}
+        self.emit(EventKind.SUBSTITUTION, **fields, undone=bool(undone), reason=undone)
 
 
 def split_actuator(events: Events, **spec: Any) -> InterleavedSplit:

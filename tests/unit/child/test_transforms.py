@@ -168,6 +168,19 @@ def test_a_stand_in_that_changes_a_real_sample_is_undone_and_said() -> None:
     assert dataset[1][0].shape == torch.Size([3, 20, 20])
 
 
+def test_an_undone_stand_in_is_reported_as_undone_with_its_reason() -> None:
+    from fastload_cli.records import ChildSpec, EventKind
+    from fastload_cli.runner.child.modes import derandomize as no_aug
+    from tests.unit.child.test_interleave import Events
+
+    events = Events()
+    dataset = Images(transform=v1.Compose([RandomShrink(), v1.ToTensor()]))
+    no_aug(dataset, ChildSpec(warmup=0), events, loader_id=1)  # type: ignore[arg-type]
+    [(kind, said)] = events.seen
+    assert kind is EventKind.SUBSTITUTION and said["original"].startswith("RandomShrink")
+    assert said["undone"] and "changed the first sample" in said["reason"]
+
+
 def test_stand_ins_that_keep_the_sample_are_kept() -> None:
     dataset = Images(transform=v1.Compose([v1.Resize((24, 24)), v1.ColorJitter(0.4), v1.ToTensor()]))
     before = probe(dataset)
