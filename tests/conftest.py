@@ -7,28 +7,30 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from fastload_cli.records import RUN_ID_ENV
-
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EXAMPLES = ROOT / "fastload_cli" / "examples"
 STRAY_GRACE_S = 5.0
+TEST_ID_ENV = "FASTLOAD_TEST_ID"  # set for each test: the processes it starts carry it
 
 
-def _run_processes(since: float) -> list[psutil.Process]:
-    """Live processes started since ``since`` that belong to a fastload run or to this test."""
+def _run_processes(test_id: str) -> list[psutil.Process]:
+    """Live processes this test started: its descendants, and every process that carries its id
+    (a process of a fastload run inherits the environment it was started with, re-parented or
+    not); never another test's or another fastload's on the same machine."""
     found = {p.pid: p for p in psutil.Process().children(recursive=True)}
-    for proc in psutil.process_iter(["create_time"]):
-        if proc.pid in found or proc.info["create_time"] < since - 1:
+    for proc in psutil.process_iter():
+        if proc.pid in found or proc.pid == os.getpid():
             continue
         try:
-            if RUN_ID_ENV in proc.environ():
+            if proc.environ().get(TEST_ID_ENV) == test_id:
                 found[proc.pid] = proc
         except psutil.Error:
             continue
@@ -43,15 +45,16 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def no_stray_processes() -> Iterator[None]:
+def no_stray_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail a test that leaves a child, a DataLoader worker or any process of a run behind."""
-    started = time.time()
+    test_id = uuid.uuid4().hex
+    monkeypatch.setenv(TEST_ID_ENV, test_id)  # every process the test starts inherits it
     yield
     deadline = time.monotonic() + STRAY_GRACE_S
-    strays = _run_processes(started)
+    strays = _run_processes(test_id)
     while strays and time.monotonic() < deadline:
         time.sleep(0.1)
-        strays = _run_processes(started)
+        strays = _run_processes(test_id)
     if strays:
         described = [f"{p.pid} {' '.join(p.cmdline()[:4])}" for p in strays if _alive(p)]
         for p in strays:

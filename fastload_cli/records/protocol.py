@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import signal
 
+# ``python -c`` puts the working directory first on sys.path (as ""), ahead of the standard library:
+# it is replaced by fastload's package directory before anything is imported, so nothing there
+# shadows a module fastload or a preload imports (plain ``python train.py`` never looks there; the
+# child puts the script's directory first, as it does). Where python left it out (-P,
+# PYTHONSAFEPATH), the package directory goes first.
+_ON_PATH = "import sys; sys.path[: sys.path[:1] == [''] ] = [sys.argv.pop(1)]; "
 # The child's entry, started as ``python -c BOOTSTRAP <package parent> <ChildSpec JSON> script args...``.
-BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); from fastload_cli.runner.child.main import main; main()"
+BOOTSTRAP = _ON_PATH + "from fastload_cli.runner.child.main import main; main()"
 # The warm starter's entry: ``python -c STARTER <package parent>``; it imports the preloads, then forks runs.
-STARTER = "import sys; sys.path.insert(0, sys.argv[1]); from fastload_cli.runner.child.starter import serve; serve()"
+STARTER = _ON_PATH + "from fastload_cli.runner.child.starter import serve; serve()"
 
 STOP_SIGNAL = signal.SIGRTMIN + 1  # stop the run; unlikely to be used by training scripts (SIGUSR1 often is)
 STACK_SIGNAL = signal.SIGRTMIN + 2  # dump every thread's stack (faulthandler), next to the stop signal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -41,6 +42,25 @@ def test_the_script_sees_what_plain_python_shows_it(tmp_path: Path, warm: str) -
     assert seen_under == seen_plain
     assert seen_under["name"] == "__main__"
     assert seen_under["argv"][:3] == ["sub/train.py", "--steps", "3"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (no working directory on sys.path) is 3.11+")
+@pytest.mark.parametrize("warm", ["1", "0"], ids=["forked-warm", "started-cold"])
+def test_modules_in_the_working_directory_are_not_imported(tmp_path: Path, warm: str) -> None:
+    # plain `python sub/train.py` puts sub/ first on sys.path, never the working directory: a
+    # ctypes.py or torch.py planted there (a shared /tmp, cluster scratch) is someone else's code
+    (tmp_path / "sub").mkdir()
+    shutil.copy(SCRIPTS / "toy_train.py", tmp_path / "sub" / "train.py")
+    for name in ("ctypes", "torch", "json"):
+        marker = tmp_path / f"{name}.imported"
+        (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('planted')\n")
+    # fastload itself as the console script starts it: its own sys.path without the working directory
+    command = [sys.executable, "-P", "-m", "fastload_cli", "diagnose", "sub/train.py", "--modes", "real",
+               "--max-batches", "3", "--", "--steps", "5"]  # fmt: skip
+    env = {**os.environ, "FASTLOAD_WARM_START": warm}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob("*.imported")), "a module planted in the working directory was imported"
 
 
 def test_a_script_that_fails_before_its_first_batch() -> None:

@@ -63,12 +63,10 @@ def die_with_parent() -> None:
 
 def _prepare_sys(script_arg0: str, script_args: list[str]) -> str:
     """Set argv, sys.path[0] and return the script's ``__file__``, as ``python script.py`` would."""
-    del sys.path[0]  # the fastload package directory the bootstrap inserted
+    del sys.path[0]  # the fastload package directory the bootstrap put there (``records.protocol``)
     script_file = script_arg0 if os.path.isabs(script_arg0) else os.path.join(os.getcwd(), script_arg0)
     script_dir = os.path.dirname(os.path.realpath(script_file))
-    if sys.path and sys.path[0] == "":  # `python -c` put the working directory first
-        sys.path[0] = script_dir
-    elif not getattr(sys.flags, "safe_path", False):  # python >= 3.11: -P / PYTHONSAFEPATH
+    if not getattr(sys.flags, "safe_path", False):  # python >= 3.11: -P / PYTHONSAFEPATH
         sys.path.insert(0, script_dir)
     sys.argv = [script_arg0, *script_args]
     return script_file
