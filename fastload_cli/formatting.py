@@ -6,6 +6,14 @@ What was not measured is a dash, never a 0. Pure functions of numbers; no fastlo
 from __future__ import annotations
 
 DASH = "—"
+# C0 and C1 control characters, DEL among them, but not the line breaks and tabs text keeps
+_CONTROLS = dict.fromkeys(c for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\n\t")
+
+
+def printable(text: str) -> str:
+    """``text`` without control characters: a string from a report or the user's environment can
+    move the cursor, recolour or retitle a terminal with them (escape sequences)."""
+    return text.translate(_CONTROLS)
 
 
 def pct(fraction: float | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.compare import Comparison, Figures, ModeChange, compare, figures
 from fastload_cli.formatting import pct, samples_rate
 from fastload_cli.records import Bottleneck, Mode, Report
@@ -159,7 +160,11 @@ def _baseline_gates(comparison: Comparison, max_regression: float) -> list[GateR
                 message=f"no mode measured in both this run and {comparison.before.source}",
             )
         ]
-    return [result for mode in compared for result in _mode_gates(mode, gate, max_regression / 100)]
+    results = [result for mode in compared for result in _mode_gates(mode, gate, max_regression / 100)]
+    if not results:  # modes in common, but not one figure both reports measured
+        no_figure = f"no throughput or data wait measured in both this run and {comparison.before.source}"
+        return [GateResult(gate=gate, status=GateStatus.UNMEASURED, message=no_figure)]
+    return results
 
 
 def _mode_gates(mode: ModeChange, gate: str, limit: float) -> list[GateResult]:
@@ -175,10 +180,17 @@ def _mode_gates(mode: ModeChange, gate: str, limit: float) -> list[GateResult]:
 
 
 def _judge(worse: float, noise: float | None, limit: float, unit: str) -> tuple[GateStatus, str]:
-    """A change that is worse beyond the limit fails, unless the runs' own noise covers it."""
+    """A change that is worse beyond the limit fails, unless the runs' own noise covers it; noise
+    beyond ``GATE_MAX_NOISE`` covers nothing: the gate cannot judge the change."""
     allowed = f"{100 * limit:g}{unit}"
     if worse <= limit:
         return GateStatus.PASSED, f"within {allowed}"
+    if noise is not None and noise > th.GATE_MAX_NOISE:
+        limit_text = f"±{100 * th.GATE_MAX_NOISE:g}{unit}"
+        return (
+            GateStatus.UNMEASURED,
+            f"the runs' noise (±{100 * noise:.1f}{unit}) is beyond the {limit_text} a change can be judged against",
+        )
     if noise is not None and worse <= noise:
         inside = f"inside the runs' noise (±{100 * noise:.1f}{unit})"
         return GateStatus.PASSED, f"beyond {allowed} but {inside}: not a regression"

@@ -187,3 +187,9 @@ STRAGGLER_WAIT_RATIO = 2.0
 # Ranks that never meet (no process group) each run at their own pace: the slowest is a straggler
 # when the others' median throughput exceeds its own by this much (or the runs' spread, if larger).
 STRAGGLER_THROUGHPUT_GAP = 0.10
+
+# --baseline: the noise two runs allow (their throughput spreads added) beyond which no regression
+# can be told from it. Spreads within a run are a few percent (SETTLE_PRECISION); two runs of one
+# setting differ by 10-25% on a busy 2-core machine; past half the throughput a report is too
+# unsteady to pass a change as "inside the noise", so the gate says it cannot judge.
+GATE_MAX_NOISE = 0.5

@@ -1,7 +1,7 @@
 """The ``fastload`` command line: the only place that prints, writes files and picks exit codes.
 
 Exit codes: 0 report produced · 1 fastload error · 2 usage error · 3 a CI gate failed ·
-130 interrupted (Ctrl-C) · 143 terminated (SIGTERM). A partial report is still written when a run
+129 hung up (SIGHUP) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM). A partial report is still written when a run
 was interrupted after measuring something.
 """
 
@@ -256,7 +256,7 @@ def compare(
         if json_path is not None:
             write_document(comparison.document(result), json_path, "Comparison", out)
         if json_path != STDOUT:
-            Console(highlight=False).print(comparison.render(result))
+            Console(highlight=False, markup=False).print(comparison.render(result))
 
 
 @app.command()

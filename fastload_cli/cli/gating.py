@@ -8,6 +8,8 @@ that fails exits 3 with one line per failed gate on stderr.
 from __future__ import annotations
 
 import json
+import math
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,21 +55,58 @@ def make_gates(script: str, given: GateOptions) -> Gates:
     )
 
 
+MAX_REPORT_BYTES = 64 * 2**20  # a report with every batch's timeline is a few MB; more is not one
+
+
 def read_document(path: str, named: str) -> Any:
-    """A JSON document from a file; a usage error that starts with ``named`` says what is wrong."""
+    """A JSON document from a file of at most ``MAX_REPORT_BYTES``, with no NaN or infinite
+    number; a usage error that starts with ``named`` says what is wrong."""
     try:
-        return json.loads(Path(path).read_text())
+        size = Path(path).stat().st_size
+        if size > MAX_REPORT_BYTES:
+            raise UsageError(f"{named}: {size:,} bytes, more than a report's {MAX_REPORT_BYTES:,}")
+        text = Path(path).read_text()
     except OSError as exc:
         raise UsageError(f"{named}: cannot read it ({exc.strerror or exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{named}: not a JSON document ({exc})", "pass a report written with --json") from None
+    try:
+        return json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
+    except RecursionError:
+        raise UsageError(f"{named}: nested too deeply to be a report", "pass a report written with --json") from None
+    except ValueError as exc:  # malformed JSON, NaN or infinity, an integer of thousands of digits
+        raise UsageError(f"{named}: not a JSON document ({exc})", "pass a report written with --json") from None
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def read_report_document(path: str, named: str) -> dict[str, Any]:
+    """A ``fastload.report/1`` report from a file, checked field by field before anything reads it
+    (``records.schema``); a usage error names the file and the field that is wrong."""
+    from fastload_cli.records.schema import Malformed, check_report
+
+    document = read_document(path, named)
+    try:
+        check_report(document)
+    except Malformed as exc:
+        raise UsageError(f"{named}: {exc}", "pass a report written with --json by this fastload") from None
+    return typing.cast(dict[str, Any], document)
 
 
 def read_report(path: str, option: str) -> Figures:
     """A JSON report from a file, as a comparison reads it; a usage error says what is wrong."""
     from fastload_cli.analyzer.compare import UnreadableReport, read_figures
 
-    document = read_document(path, f"{option} {path}")
+    document = read_report_document(path, f"{option} {path}")
     try:
         return read_figures(document, path)
     except UnreadableReport as exc:

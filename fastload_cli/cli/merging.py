@@ -25,23 +25,22 @@ def run_merge(paths: list[str], json_path: str | None, out: Output) -> None:
     if json_path is not None:
         write_document(json.dumps(job, indent=2, allow_nan=False) + "\n", json_path, "Job report", out)
     if json_path != STDOUT:
-        Console(highlight=False).print(render(job))
+        Console(highlight=False, markup=False).print(render(job))
 
 
 def _read(path: str) -> dict[str, Any]:
-    from fastload_cli.cli.gating import read_document
+    from fastload_cli.cli.gating import read_report_document
 
-    document = read_document(path, path)
-    if not isinstance(document, dict):
-        raise UsageError(f"{path}: not a fastload report", "pass a report written with --json")
-    return document
+    return read_report_document(path, path)
 
 
 def render(job: dict[str, Any]) -> RenderableType:
     """The job's verdict, its evidence, and each mode rank by rank."""
     from fastload_cli.analyzer.merge import summary_of
+    from fastload_cli.reporters.shown import shown
     from fastload_cli.reporters.terminal import ranks_table
 
+    job = shown(job)  # the nodes' reports, read from files: their strings shown as text
     verdict = job["verdict"]
     parts: list[RenderableType] = [
         Text.assemble(("Job verdict: ", "bold"), verdict["label"]),

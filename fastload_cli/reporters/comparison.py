@@ -14,6 +14,7 @@ from rich.text import Text
 from fastload_cli.formatting import DASH, num, pct, percent, size
 from fastload_cli.records import Change, Comparison, Figures
 from fastload_cli.reporters.json_report import to_json
+from fastload_cli.reporters.shown import shown
 
 SCHEMA = "fastload.compare/1"
 POINTS = "data wait"  # the one figure whose change is in points of the step, not relative
@@ -28,6 +29,7 @@ FORMAT: dict[str, tuple[str, Callable[[float | None], str]]] = {
 
 
 def render(comparison: Comparison) -> RenderableType:
+    comparison = shown(comparison)  # two reports read from files: their strings shown as text
     before, after = comparison.before, comparison.after
     lines: list[RenderableType] = [
         Text.assemble(("fastload compare ", "bold"), f"{before.source} -> {after.source}"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable
 
@@ -41,6 +42,7 @@ from fastload_cli.records import (
     Substitution,
     Verdict,
 )
+from fastload_cli.reporters.shown import shown
 from fastload_cli.reporters.sweep_table import sweep_lines
 
 VERDICT_STYLE = {
@@ -59,6 +61,7 @@ Section = Callable[[Report], list[RenderableType]]
 
 
 def render(report: Report) -> RenderableType:
+    report = shown(dataclasses.replace(report, timelines=()))  # strings from elsewhere, shown as text
     parts: list[RenderableType] = [_verdict(report.verdict, report)]
     for section in SECTIONS.values():
         parts.extend(section(report))
@@ -180,7 +183,7 @@ def _verdict(v: Verdict, report: Report) -> Panel:
     if report.interrupted:
         lines.append(Text("Interrupted: this report covers what was measured before the stop.", style="bold red"))
     heading = f"fastload {report.command.value} {report.script}"
-    return Panel(Group(*lines), title=heading, title_align="left", expand=True)
+    return Panel(Group(*lines), title=Text(heading), title_align="left", expand=True)  # a str title is markup
 
 
 def _runs_table(runs: tuple[RunSummary, ...]) -> Table:
@@ -361,6 +364,8 @@ TEXT_WIDTH = 100
 
 def plain_text(report: Report) -> str:
     """The terminal report as plain text: fixed width, no colour, for a file or a CI log."""
-    console = Console(file=io.StringIO(), width=TEXT_WIDTH, color_system=None, force_terminal=False, record=True)
+    console = Console(
+        file=io.StringIO(), width=TEXT_WIDTH, color_system=None, force_terminal=False, record=True, markup=False
+    )
     console.print(render(report))
     return console.export_text()

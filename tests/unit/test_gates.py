@@ -132,6 +132,21 @@ def test_a_baseline_without_a_mode_in_common_cannot_be_judged() -> None:
     assert result.status is GateStatus.UNMEASURED
 
 
+def test_a_baseline_whose_figures_are_all_missing_cannot_be_judged() -> None:
+    # the mode is there, but not one figure both runs measured: never a pass for lack of one
+    empty = dataclasses.replace(run(), throughput_samples_per_s=None, data_wait_fraction=None, step_ms_p50=None)
+    (result,) = evaluate(report(run()), baseline(empty))
+    assert result.status is GateStatus.UNMEASURED and "no throughput or data wait" in result.message
+
+
+def test_noise_too_large_to_judge_a_regression_is_not_a_pass() -> None:
+    # a 90% loss "inside the noise" of a baseline that claims a spread of 500%
+    results = evaluate(report(run(throughput=10.0, spread=0.02)), baseline(run(throughput=100.0, spread=5.0)))
+    throughput = next(r for r in results if "throughput" in r.message)
+    assert throughput.status is GateStatus.UNMEASURED
+    assert "beyond the ±50% a change can be judged against" in throughput.message
+
+
 # --- reading reports and comparing them ---
 
 
