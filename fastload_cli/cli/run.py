@@ -9,6 +9,7 @@ import os
 import platform
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from rich.text import Text
 
 from fastload_cli.config import RunConfig
 from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError, UsageError
+from fastload_cli.formatting import printable
 
 if TYPE_CHECKING:
     from fastload_cli.analyzer.gates import Gates
@@ -29,10 +31,12 @@ if TYPE_CHECKING:
     from fastload_cli.session import CommandRuns, Outcome
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED = 129, 130, 143
+# A signal that ends a command as Ctrl-C does (a clean stop, the partial report), and its exit status
+STOP_SIGNALS: dict[int, int] = {signal.SIGHUP: EXIT_HUNG_UP, signal.SIGTERM: EXIT_TERMINATED}
 STDOUT = "-"
 
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, markup=False)  # strings are text, never markup
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,7 @@ def run_command(command: Command, base: RunConfig, runs: CommandRuns, out: Outpu
     if outcome.interrupted:
         measured = " The partial report covers what was measured." if report else " Nothing was measured."
         note(out, "Interrupted." + measured)
-        raise typer.Exit(EXIT_TERMINATED if terminated.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
+        raise typer.Exit(STOP_SIGNALS.get(terminated.get("signal", 0), EXIT_INTERRUPTED))
     if report is not None:
         from fastload_cli.cli.gating import judge
 
@@ -199,7 +203,7 @@ def emit_report(report: Report, out: Output) -> None:
     for name, path in out.paths.items():
         write_document(FORMATS[name].render(report), path, FORMATS[name].title, out)
     if not out.to_stdout:
-        Console(highlight=False).print(terminal.render(report))
+        Console(highlight=False, markup=False).print(terminal.render(report))
 
 
 def write_document(document: str, path: str, title: str, out: Output) -> None:
@@ -208,8 +212,31 @@ def write_document(document: str, path: str, title: str, out: Output) -> None:
         sys.stdout.write(document)
         sys.stdout.flush()
     else:
-        Path(path).write_text(document)
+        write_atomically(Path(path), document)
         note(out, f"{title} written to {path}")
+
+
+def write_atomically(path: Path, document: str) -> None:
+    """``document`` to ``path`` whole or not at all: written beside it under a temporary name, then
+    renamed over it, so a reader (a CI step, a dashboard) never sees half a report, and an
+    interrupted write leaves the old file as it was."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(document)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(temporary, mode)  # as a plain write would leave it (mkstemp makes it private)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def note(out: Output, message: str) -> None:
@@ -225,14 +252,14 @@ def error_boundary(out: Output) -> Iterator[Output]:
         yield out
     except FastloadError as exc:
         if isinstance(exc, ScriptFailedError) and exc.output_tail.strip():
-            stderr.print("[dim]--- the script's last output ---[/dim]")
-            stderr.print(_tail_lines(exc.output_tail), markup=False, highlight=False)
-            stderr.print("[dim]---[/dim]")
+            stderr.print(Text("--- the script's last output ---", style="dim"))
+            stderr.print(printable(_tail_lines(exc.output_tail)), highlight=False)
+            stderr.print(Text("---", style="dim"))
         if out.debug:
             stderr.print_exception()
-        stderr.print(Text.assemble(("Error:", "bold red"), f" {exc.message}"), soft_wrap=True)
+        stderr.print(Text.assemble(("Error:", "bold red"), f" {printable(exc.message)}"), soft_wrap=True)
         if exc.hint:
-            stderr.print(Text.assemble(("Hint:", "bold"), f" {exc.hint}"), soft_wrap=True)
+            stderr.print(Text.assemble(("Hint:", "bold"), f" {printable(exc.hint)}"), soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
 
 
@@ -242,15 +269,17 @@ def _tail_lines(text: str, lines: int = 25) -> str:
 
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[dict[str, int]]:
-    """SIGTERM ends a command the way Ctrl-C does (clean stop, partial report), exit 143."""
+    """SIGTERM and SIGHUP (the terminal or the ssh session gone) end a command the way Ctrl-C
+    does (a clean stop, the partial report): exit 143 and 129."""
     seen: dict[str, int] = {}
 
     def handler(signum: int, frame: FrameType | None) -> NoReturn:
         seen["signal"] = signum
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
         yield seen
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)

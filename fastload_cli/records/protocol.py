@@ -15,6 +15,18 @@ _ON_PATH = "import sys; sys.path[: sys.path[:1] == [''] ] = [sys.argv.pop(1)]; "
 BOOTSTRAP = _ON_PATH + "from fastload_cli.runner.child.main import main; main()"
 # The warm starter's entry: ``python -c STARTER <package parent>``; it imports the preloads, then forks runs.
 STARTER = _ON_PATH + "from fastload_cli.runner.child.starter import serve; serve()"
+# A data-parallel job's launcher: ``python -c AGENT <fastload's pid> <torch.distributed.run's arguments>``.
+# It dies with fastload (``PR_SET_PDEATHSIG``; the ranks die with it in turn), leaves at once where
+# fastload is already gone, and runs torch's launcher without the working directory on sys.path
+# (``python -m`` would put it first, where a torch.py would shadow torch).
+AGENT = (
+    "import sys; del sys.path[: sys.path[:1] == ['']]; import ctypes, os, runpy, signal; "
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0); "
+    "os.getppid() == int(sys.argv.pop(1)) or os._exit(1); "
+    "runpy.run_module('torch.distributed.run', run_name='__main__', alter_sys=True)"
+)
+CHANNEL_OPEN_S = 10.0  # a rank waits this long for fastload to read its events, then leaves
+PARENT_GONE = 71  # a rank's exit status when fastload was gone before it could report
 
 STOP_SIGNAL = signal.SIGRTMIN + 1  # stop the run; unlikely to be used by training scripts (SIGUSR1 often is)
 STACK_SIGNAL = signal.SIGRTMIN + 2  # dump every thread's stack (faulthandler), next to the stop signal
@@ -32,3 +44,4 @@ STACK_FILE_ENV = "FASTLOAD_STACK_FILE"
 WARM_FD_ENV = "FASTLOAD_WARM_FD"  # the starter's end of its socket with the parent
 WARM_START_ENV = "FASTLOAD_WARM_START"  # "0": every run starts cold
 PRELOADS_ENV = "FASTLOAD_PRELOADS"  # the libraries the starter imports, comma-separated
+PRELOAD_DIR_ENV = "FASTLOAD_PRELOAD_DIR"  # ...with the script's directory first, as python would

@@ -46,6 +46,9 @@ OUTPUT_TAIL_BYTES = 32 * 1024
 # The settle rule is asked at most this often: often enough to stop within a batch or two of a
 # second-long step, rarely enough that reading every batch so far stays cheap on a long run.
 SETTLE_CHECK_S = 0.2
+# ...and never sooner than this many times as long as the last check took: it reads every batch,
+# so on a run of many thousands the checks use at most about a tenth of the parent's time.
+SETTLE_COST_FACTOR = 10.0
 POLL_S = 0.1
 DRAIN_S = 1.0
 
@@ -97,6 +100,7 @@ class Flight:
     stop: Stopping = field(default_factory=Stopping)
     pyspy: PySpy | None = None
     settle_checked_at: float = 0.0  # when the settle rule was last asked
+    settle_cost_s: float = 0.0  # how long it took
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
 
     def __post_init__(self) -> None:
@@ -158,9 +162,22 @@ class Flight:
         for event in self.collectors[rank].feed(data):
             if event["kind"] in ("iterator", "phase"):
                 self.host.note_workers(event.get("worker_pids") or [])
+            elif event["kind"] == "hello":
+                self._every_rank_heard()
             elif event["kind"] == "end" and all(c.end_reason is not None for c in self.collectors.values()):
                 self.stop.end_seen_at = time.monotonic()
         self.after_events()
+
+    def _every_rank_heard(self) -> None:
+        """Once every rank has opened its FIFO (it says hello after), the folder is removed: nothing
+        of the job is left on disk whatever ends fastload. Not where the launcher may restart ranks,
+        which open their FIFOs again."""
+        launcher = self.config.launcher
+        restarts = launcher is not None and launcher.max_restarts > 0
+        if self.started.folder is None or restarts or not all(c.pid for c in self.collectors.values()):
+            return
+        shutil.rmtree(self.started.folder, ignore_errors=True)
+        self.started.folder = None
 
     def batches_done(self) -> int:
         """Batches every process that runs the script has: a job has them when its last rank has."""
@@ -197,7 +214,7 @@ class Flight:
     def _settle_due(self) -> bool:
         """Time to ask the settle rule again (it reads every batch): at most every ``SETTLE_CHECK_S``."""
         now = time.monotonic()
-        if now - self.settle_checked_at < SETTLE_CHECK_S:
+        if now - self.settle_checked_at < max(SETTLE_CHECK_S, SETTLE_COST_FACTOR * self.settle_cost_s):
             return False
         self.settle_checked_at = now
         return True
@@ -205,7 +222,10 @@ class Flight:
     def settled(self) -> bool:
         """Every process's estimate is as stable as the run's settle rule asks (never without one)."""
         settle = self.config.settle
-        return settle is not None and all(settle(self.streamed(c)) for c in self.collectors.values())
+        started = time.monotonic()
+        found = settle is not None and all(settle(self.streamed(c)) for c in self.collectors.values())
+        self.settle_cost_s = time.monotonic() - started
+        return found
 
     def streamed(self, c: EventCollector) -> Streamed:
         return Streamed(

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import replace
+from pathlib import Path
 from typing import IO
 
 from fastload_cli.config import RunConfig
@@ -33,17 +35,19 @@ from fastload_cli.records import (
     RunStatus,
     StopReason,
 )
+from fastload_cli.records.protocol import AGENT
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.flight import Flight, GpuReadings, HostReadings, ended, signal_name
 from fastload_cli.runner.start import Started, child_command
 
 
 def launcher_command(config: RunConfig) -> list[str]:
-    """torchrun's command line for this run: the launcher, its options, then every rank's bootstrap."""
+    """torchrun's command line for this run: the launcher (started to die with fastload,
+    ``records.protocol.AGENT``), its options, then every rank's bootstrap."""
     launcher = config.launcher
     assert launcher is not None
     python, *rank_args = child_command(config)
-    return [python, "-m", "torch.distributed.run", *launcher.arguments(), "--no-python", python, *rank_args]
+    return [python, "-c", AGENT, str(os.getpid()), *launcher.arguments(), "--no-python", python, *rank_args]
 
 
 def start_job(config: RunConfig, env: dict[str, str]) -> Started:
@@ -51,7 +55,8 @@ def start_job(config: RunConfig, env: dict[str, str]) -> Started:
     of its own, whose write end the parent holds so that none reads as ended before its rank opens it."""
     launcher = config.launcher
     assert launcher is not None
-    folder = tempfile.mkdtemp(prefix="fastload-job-")
+    sweep_folders()
+    folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
     events: dict[int, IO[bytes]] = {}
     held: list[int] = []
     for rank in range(launcher.nproc_per_node):
@@ -69,6 +74,27 @@ def start_job(config: RunConfig, env: dict[str, str]) -> Started:
         start_new_session=True,
     )
     return Started(proc=proc, events=events, script_pid=None, held=held, folder=folder)
+
+
+FOLDER_PREFIX = "fastload-job-"  # then fastload's pid: a folder whose fastload died is swept
+
+
+def sweep_folders() -> None:
+    """Remove the FIFO folders of jobs whose fastload was killed before it could (SIGKILL)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        owner = folder.name.removeprefix(FOLDER_PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's: not ours to sweep
+    return True
 
 
 def job_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> RunResult:

@@ -129,7 +129,7 @@ class Interruptible(Protocol):
 
 @contextlib.contextmanager
 def interrupts_as_flag(run: Interruptible, caught: dict[int, Any]) -> Iterator[None]:
-    """While the run is watched, Ctrl-C and SIGTERM only mark it interrupted: the watch loop ends
+    """While the run is watched, Ctrl-C, SIGTERM and SIGHUP only mark it interrupted: the watch loop ends
     at its next turn, so no exception lands half way through reading events or sampling (where
     it could leave a lock held). ``caught`` gets each signal that came, with the handler it replaced."""
     previous: dict[int, Any] = {}
@@ -139,7 +139,7 @@ def interrupts_as_flag(run: Interruptible, caught: dict[int, Any]) -> Iterator[N
         caught[signum] = previous.get(signum)
 
     try:
-        for wanted in (signal.SIGINT, signal.SIGTERM):
+        for wanted in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             previous[wanted] = signal.signal(wanted, handler)
     except ValueError:  # not the main thread: leave the signals alone
         yield
@@ -152,7 +152,7 @@ def interrupts_as_flag(run: Interruptible, caught: dict[int, Any]) -> Iterator[N
 
 
 def pass_on(caught: dict[int, Any]) -> None:
-    """Tell the replaced SIGTERM handler (the command line's, which picks the exit status) that
+    """Tell the replaced SIGTERM or SIGHUP handler (the command line's, which picks the exit status) that
     the signal came; the run already ended as interrupted."""
     for signum, old in caught.items():
         if signum != signal.SIGINT and callable(old):

@@ -20,16 +20,22 @@ import time
 from fastload_cli.records.protocol import STACK_SIGNAL
 
 WAIT_S = 0.5  # how long the parent waits for the dump to appear
+MAX_DUMP_BYTES = 1 << 20  # every thread's stack of a run fits
 _THREAD = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 
 
 class StackProbe:
-    """In the parent: the file the child dumps into, and reading the main thread's stack from it."""
+    """In the parent: the file the child dumps into, and reading the main thread's stack from it.
+
+    The file is unlinked as soon as it is made: the child opens it through this process's open
+    descriptor (``/proc/<pid>/fd/<n>``), so nothing of it is left on disk on any exit path, a
+    SIGKILL included, and nothing can open it once fastload is gone."""
 
     def __init__(self) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="fastload-stack-", suffix=".txt")
-        os.close(fd)
+        self._fd, name = tempfile.mkstemp(prefix="fastload-stack-", suffix=".txt")
+        os.unlink(name)
+        self.path = f"/proc/{os.getpid()}/fd/{self._fd}"
 
     def capture(self, pid: int) -> tuple[str, ...]:
         """Ask the child for its stacks and return the main thread's frames, most recent first
@@ -45,14 +51,13 @@ class StackProbe:
 
     def _read(self) -> str:
         try:
-            with open(self.path, errors="replace") as handle:
-                return handle.read()
+            return os.pread(self._fd, MAX_DUMP_BYTES, 0).decode(errors="replace")
         except OSError:
             return ""
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            os.unlink(self.path)
+            os.close(self._fd)
 
 
 def main_thread_frames(dump: str) -> tuple[str, ...]:

@@ -75,7 +75,8 @@ def _forked(config: RunConfig, env: dict[str, str], event_fd: int) -> warm.Forke
     preloads = warm.preloads_for(config.script) if config.warm_start else None
     if preloads is None:
         return None
-    found = warm.starter(config.python, PACKAGE_PARENT, preloads)
+    script_dir = os.path.dirname(os.path.realpath(config.script))
+    found = warm.starter(config.python, PACKAGE_PARENT, preloads, script_dir)
     if found is None:
         return None
     args = child_args(config)

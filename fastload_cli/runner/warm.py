@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from fastload_cli.records.protocol import PRELOADS_ENV, STARTER, WARM_FD_ENV, WARM_START_ENV
+from fastload_cli.records.protocol import PRELOAD_DIR_ENV, PRELOADS_ENV, STARTER, WARM_FD_ENV, WARM_START_ENV
 
 READY_TIMEOUT_S = 120.0  # importing the libraries: slow disks and first imports (.pyc) take long
 MAX_MESSAGE = 1 << 20
@@ -121,11 +121,18 @@ class ForkedProcess:
 
 
 class WarmStarter:
-    """The starter process of one interpreter and set of preloads, and the socket to it."""
+    """The starter process of one interpreter, set of preloads and script directory (the
+    preloads are imported with it first on sys.path, as ``python train.py`` would import them),
+    and the socket to it."""
 
-    def __init__(self, python: str, package_parent: str, preloads: tuple[str, ...]) -> None:
+    def __init__(self, python: str, package_parent: str, preloads: tuple[str, ...], script_dir: str) -> None:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**os.environ, WARM_FD_ENV: str(theirs.fileno()), PRELOADS_ENV: ",".join(preloads)}
+        env = {
+            **os.environ,
+            WARM_FD_ENV: str(theirs.fileno()),
+            PRELOADS_ENV: ",".join(preloads),
+            PRELOAD_DIR_ENV: script_dir,
+        }
         try:
             self.proc = subprocess.Popen(
                 [python, "-c", STARTER, package_parent],
@@ -200,21 +207,21 @@ class WarmStarter:
             self.proc.wait()
 
 
-StarterKey = tuple[str, str, tuple[str, ...]]
+StarterKey = tuple[str, str, tuple[str, ...], str]  # python, package, preloads, script dir
 _STARTERS: dict[StarterKey, WarmStarter] = {}
 _FAILED: set[StarterKey] = set()  # starters that failed once: this command's runs start cold
 
 
-def starter(python: str, package_parent: str, preloads: tuple[str, ...]) -> WarmStarter | None:
-    """The command's starter for this interpreter and preloads, started at first use; None where
-    one failed before."""
-    key = (python, package_parent, preloads)
+def starter(python: str, package_parent: str, preloads: tuple[str, ...], script_dir: str) -> WarmStarter | None:
+    """The command's starter for this interpreter, preloads and script directory, started at first
+    use; None where one failed before."""
+    key = (python, package_parent, preloads, script_dir)
     if key in _FAILED:
         return None
     found = _STARTERS.get(key)
     if found is None or found.proc.poll() is not None:
         try:
-            found = _STARTERS[key] = WarmStarter(python, package_parent, preloads)
+            found = _STARTERS[key] = WarmStarter(*key)
         except OSError:  # no such interpreter, say: the cold start says so in its own words
             _FAILED.add(key)
             return None

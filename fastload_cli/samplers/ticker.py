@@ -8,6 +8,11 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+# Samples kept per run: 10 minutes at 20 Hz (a few tens of MB of process-tree samples). Past it
+# every other sample is dropped and from then on every other one is kept (the stride doubles each
+# time), the first and the latest always: counters are cumulative, so the rate over any window
+# stays exact, at a coarser resolution, and a run of hours stays bounded.
+MAX_SAMPLES = 12_000
 
 
 class Ticker(Generic[T]):
@@ -23,6 +28,9 @@ class Ticker(Generic[T]):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.samples: list[T] = []
+        self._found = 0  # samples taken, kept or not
+        self._stride = 1  # every stride-th sample is kept
+        self._latest: T | None = None  # kept at the end, whatever the stride
         self.ticks = 0
         self.late_ticks = 0
         self.error: BaseException | None = None
@@ -37,13 +45,21 @@ class Ticker(Generic[T]):
         if self._thread.is_alive():
             self._thread.join()
         self._take()
+        if self._latest is not None and (not self.samples or self.samples[-1] is not self._latest):
+            self.samples.append(self._latest)
         return self.samples
 
     def _take(self) -> None:
         found = self._sample()
         self.ticks += 1
-        if found is not None:
+        if found is None:
+            return
+        if self._found % self._stride == 0:
             self.samples.append(found)
+            if len(self.samples) > MAX_SAMPLES:  # half the resolution, the same span
+                self.samples, self._stride = self.samples[::2], 2 * self._stride
+        self._found += 1
+        self._latest = found
 
     def _loop(self) -> None:
         deadline = time.monotonic() + self.interval_s

@@ -146,3 +146,24 @@ def test_an_unwritable_output_path_fails_before_running(tmp_path: Path) -> None:
     result = invoke("diagnose", str(SCRIPTS / "toy_train.py"), "--output", f"text={tmp_path}")
     assert result.exit_code == 1
     assert "it is a directory" in result.output
+
+
+def test_a_report_is_written_whole_or_not_at_all(tmp_path, monkeypatch) -> None:
+    import os
+
+    from fastload_cli.cli import run as running
+
+    target = tmp_path / "report.json"
+    target.write_text("the old report")
+    os.chmod(target, 0o640)
+    running.write_atomically(target, "the new report")
+    assert target.read_text() == "the new report" and (target.stat().st_mode & 0o777) == 0o640
+
+    def broken(fd: int, mode: str):  # the disk fills half way through the write
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(running.os, "fdopen", broken)
+    with pytest.raises(OSError):
+        running.write_atomically(target, "a report that never lands")
+    assert target.read_text() == "the new report"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -132,3 +133,30 @@ def test_a_cgroup_quota_limits_the_cpu_count(tmp_path) -> None:
     assert cgroup_cpu_quota(str(tmp_path / "limited")) == 1.5
     assert cgroup_cpu_quota(str(tmp_path / "open")) is None
     assert cgroup_cpu_quota(str(tmp_path / "missing")) is None
+
+
+def test_a_long_run_keeps_a_bounded_number_of_samples_over_its_whole_span(monkeypatch) -> None:
+    from fastload_cli.samplers import ticker as ticking
+
+    monkeypatch.setattr(ticking, "MAX_SAMPLES", 100)
+    counter = iter(range(10_000))
+    found = Ticker(lambda: next(counter), 1.0, "test")
+    for _ in range(1_000):
+        found._take()
+    samples = found.stop()  # its last sample: the run's end
+    assert len(samples) <= 101
+    assert samples[0] == 0 and samples[-1] == 1_000  # the run's start and its end
+    gaps = {b - a for a, b in itertools.pairwise(samples[:-1])}  # the end may fall between two
+    assert gaps == {16}  # evenly thinned: every 2**k-th sample
+
+
+def test_the_settle_check_waits_ten_times_as_long_as_it_took() -> None:
+    import types
+
+    from fastload_cli.runner.flight import SETTLE_COST_FACTOR, Flight
+
+    now = time.monotonic()
+    run = types.SimpleNamespace(settle_checked_at=now - 5.0, settle_cost_s=1.0)
+    assert not Flight._settle_due(run)  # 5 s since a check that took 1 s: not yet
+    run.settle_checked_at = now - SETTLE_COST_FACTOR * 1.0 - 0.1
+    assert Flight._settle_due(run)

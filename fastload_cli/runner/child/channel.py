@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fastload_cli.records import EventKind
 
 
 class Channel:
-    """Writes one JSON line per event to the parent's pipe; silent in forked workers."""
+    """Writes one JSON line per event to the parent's pipe; silent in forked workers. When the
+    parent's end is gone, reporting stops and ``on_broken`` is called once."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_broken: Callable[[], None] | None = None) -> None:
         self._fd = fd
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._broken = False
+        self._on_broken = on_broken
 
     def emit(self, kind: EventKind, **fields: Any) -> None:
         if self._broken or os.getpid() != self._pid:
@@ -28,8 +31,10 @@ class Channel:
             try:
                 while data:
                     data = data[os.write(self._fd, data) :]
-            except OSError:  # the parent is gone: keep the script running, stop reporting
+            except OSError:  # the parent is gone: stop reporting, and say so once
                 self._broken = True
+                if self._on_broken is not None:
+                    self._on_broken()
 
     def substitution(
         self, loader_id: int, location: str, original: str, replacement: str, guessed: bool = False, undone: str = ""

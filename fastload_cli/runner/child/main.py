@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import ctypes
+import errno
 import importlib.machinery
 import os
 import signal
@@ -27,7 +28,14 @@ from types import FrameType, TracebackType
 from typing import NoReturn
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, StopReason
-from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, NEXT_SIGNAL, STOP_SIGNAL
+from fastload_cli.records.protocol import (
+    CHANNEL_DIR_ENV,
+    CHANNEL_FD_ENV,
+    CHANNEL_OPEN_S,
+    NEXT_SIGNAL,
+    PARENT_GONE,
+    STOP_SIGNAL,
+)
 from fastload_cli.runner.child import hooks, in_process, stacks
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.modes import MeasurementDone
@@ -134,8 +142,8 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
 def main() -> NoReturn:
     spec = ChildSpec.from_json(sys.argv[1])
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
-    channel = Channel(_channel_fd())
-    die_with_parent()
+    die_with_parent()  # before anything that could wait on fastload
+    channel = Channel(_channel_fd(), on_broken=_stop_soon)
     stacks.register_in_child()
     script_file = _prepare_sys(script_arg0, script_args)
     installed = hooks.install(channel, spec)
@@ -163,11 +171,34 @@ def _channel_fd() -> int:
     (started by the launcher, which passes no descriptors on) the FIFO of its local rank."""
     folder = os.environ.pop(CHANNEL_DIR_ENV, None)
     if folder is not None:
-        fd = os.open(os.path.join(folder, f"events.{os.environ.get('LOCAL_RANK', '0')}"), os.O_WRONLY)
+        fd = _open_fifo(os.path.join(folder, f"events.{os.environ.get('LOCAL_RANK', '0')}"))
     else:
         fd = int(os.environ.pop(CHANNEL_FD_ENV))
     os.set_inheritable(fd, False)
     return fd
+
+
+def _open_fifo(path: str) -> int:
+    """The rank's FIFO, opened for writing once fastload holds its read end, within
+    ``CHANNEL_OPEN_S``; a rank whose fastload is gone (no reader, or no FIFO) leaves at once."""
+    deadline = time.monotonic() + CHANNEL_OPEN_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:  # ENXIO: no reader yet
+                os._exit(PARENT_GONE)
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        return fd
+
+
+def _stop_soon() -> None:
+    """fastload is gone (its end of the channel closed): nothing measures the run and nothing
+    would stop it, so it stops, as when fastload asks."""
+    with contextlib.suppress(OSError):
+        os.kill(os.getpid(), STOP_SIGNAL)
 
 
 def _rank() -> dict[str, int]:

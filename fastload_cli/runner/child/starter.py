@@ -16,7 +16,7 @@ import socket
 import sys
 from typing import Any, NoReturn
 
-from fastload_cli.records.protocol import CHANNEL_FD_ENV, PRELOADS_ENV, WARM_FD_ENV
+from fastload_cli.records.protocol import CHANNEL_FD_ENV, PRELOAD_DIR_ENV, PRELOADS_ENV, WARM_FD_ENV
 
 REAP_S = 0.02  # how often the starter looks for children that exited
 MAX_MESSAGE = 1 << 20
@@ -31,12 +31,17 @@ def serve() -> NoReturn:
     _adopt_orphans()
     sock = socket.socket(fileno=int(os.environ.pop(WARM_FD_ENV)))
     names = [n for n in os.environ.pop(PRELOADS_ENV, "").split(",") if n]
+    # as python train.py imports them: the script's directory first (a torch/ there is its torch);
+    # then off again, so each forked run sets up its sys.path as a cold child does
+    first = os.environ.pop(PRELOAD_DIR_ENV, "")
+    sys.path[:0] = [first] if first else []
     try:
         for name in names:
             __import__(name)
     except BaseException as exc:  # the script would fail the same way, cold: let it say so itself
         _reply(sock, {"error": f"importing {name}: {type(exc).__name__}: {exc}"})
         os._exit(1)
+    del sys.path[: 1 if first else 0]
     import threading
 
     # Forking copies one thread: a Python thread's locks would stay held in the run. Native pools
