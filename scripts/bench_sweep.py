@@ -178,14 +178,20 @@ def measure(case: Case, args: argparse.Namespace, earlier: dict | None) -> dict:
 
 
 def search_only(case: Case, args: argparse.Namespace) -> dict:
-    """The search alone on ``case``: the setting it chooses and the settings it measured."""
+    """The search alone on ``case``: the setting it chooses, those it measured, the prediction's best."""
     report, wall = sweep(case, args.max_batches, None)
     found = report["sweep"]
-    measured = sorted(rates(report))
-    print(
-        f"{case.name:<24}{found['recommended_workers']:>7}  {','.join(map(str, measured)):<24}{wall:>7.0f}", flush=True
-    )
-    return {"case": case.name, "chosen": found["recommended_workers"], "measured": measured, "wall_s": round(wall, 1)}
+    measured, predicted = sorted(rates(report)), found.get("predicted_best")
+    tried = ",".join(map(str, measured))
+    line = f"{case.name:<24}{found['recommended_workers']:>7}  {tried:<24}{wall:>7.0f}  predicted {predicted}"
+    print(line, flush=True)
+    return {
+        "case": case.name,
+        "chosen": found["recommended_workers"],
+        "measured": measured,
+        "predicted_best": predicted,
+        "wall_s": round(wall, 1),
+    }
 
 
 def main() -> int:
