@@ -63,6 +63,32 @@ def no_stray_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         pytest.fail(f"processes left behind: {described}")
 
 
+COMPARED = ("real", "synthetic", "no-aug")  # the runs a verdict compares
+
+
+def disturbed_by_others(report: dict) -> bool:
+    """fastload measured other processes taking a notable share of the machine's CPU during a
+    run the verdict compares (another fastload, another test suite): it says so in its caveats."""
+    from fastload_cli.analyzer.thresholds import FOREIGN_LOAD_NOTABLE
+
+    loads = [r.get("foreign_cpu_fraction") or 0.0 for r in report["runs"] if r["mode"] in COMPARED]
+    return any(load >= FOREIGN_LOAD_NOTABLE for load in loads)
+
+
+def assert_verdict(report: dict, *expected: str) -> bool:
+    """The planted verdict; or, where other processes kept the machine busy during a compared run
+    and the verdict is another, that fastload said so: a caveat naming the other processes and
+    less than full confidence (it lowers it, or gives none). True where the planted verdict was
+    checked, so what rests on it can be."""
+    verdict = report["verdict"]
+    if verdict["bottleneck"] in expected:
+        return True
+    assert disturbed_by_others(report), verdict
+    assert any("ther processes" in c for c in verdict["caveats"]), verdict
+    assert verdict["confidence"] <= 0.9 * 0.75, verdict  # CONFIDENCE_DISTURBED of the most it gives
+    return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests run only where CUDA and NVML work; elsewhere they skip, saying why."""
     if not any("gpu" in item.keywords for item in items):
