@@ -277,7 +277,9 @@ def _terminate_as_interrupt() -> Iterator[dict[str, int]]:
         seen["signal"] = signum
         raise KeyboardInterrupt
 
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    # under nohup (SIGHUP ignored) a closed terminal must not stop the run: it stays ignored
+    wanted = [s for s in STOP_SIGNALS if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN]
+    previous = {signum: signal.signal(signum, handler) for signum in wanted}
     try:
         yield seen
     finally:

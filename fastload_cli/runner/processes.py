@@ -140,6 +140,8 @@ def interrupts_as_flag(run: Interruptible, caught: dict[int, Any]) -> Iterator[N
 
     try:
         for wanted in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if wanted == signal.SIGHUP and signal.getsignal(wanted) is signal.SIG_IGN:
+                continue  # nohup: a closed terminal must not stop the run
             previous[wanted] = signal.signal(wanted, handler)
     except ValueError:  # not the main thread: leave the signals alone
         yield

@@ -72,3 +72,19 @@ def test_a_rank_whose_fastload_is_gone_before_it_reports_leaves(tmp_path: Path) 
     child = [sys.executable, "-c", BOOTSTRAP, str(ROOT), ChildSpec(warmup=1).to_json(), DDP]
     done = subprocess.run(child, env=env, capture_output=True, text=True, timeout=CHANNEL_OPEN_S + 30)
     assert done.returncode == PARENT_GONE, done.stderr
+
+
+def test_under_nohup_a_hang_up_does_not_stop_fastload(tmp_path: Path) -> None:
+    # nohup starts fastload with SIGHUP ignored: a closed terminal must leave the run going
+    out = tmp_path / "report.json"
+    command = [sys.executable, "-m", "fastload_cli", "diagnose", str(SCRIPTS / "toy_train.py"), "--modes", "real",
+               "--max-batches", "40", "--fixed-batches", "--json", str(out), "--", "--load-ms", "20"]  # fmt: skip
+    proc = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )  # fmt: skip
+    time.sleep(4)  # inside the run
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert json.loads(out.read_text())["runs"][0]["batches"] == 40
