@@ -144,8 +144,15 @@ def run_sweep(runner: ModeRunner, limits: search.Limits, done: Outcome | None = 
     """The num_workers search: measure each step ``search.next_step`` asks for, after the runs
     already ``done`` (a real run among them is the script's own setting), until it asks for none."""
     outcome = replace(done or Outcome(), limits=limits)
+    return run_steps(runner, outcome, lambda so_far: search.next_step(search_state(runner, so_far)))
+
+
+def run_steps(runner: ModeRunner, done: Outcome, next_step: Callable[[Outcome], search.Step | None]) -> Outcome:
+    """Each step ``next_step`` gives, asked after every step, until it gives none or a run is
+    interrupted; Ctrl-C between runs keeps the runs so far."""
+    outcome = done
     try:
-        while (step := search.next_step(search_state(runner, outcome))) is not None:
+        while (step := next_step(outcome)) is not None:
             outcome = run_step(runner, step, outcome)
             if outcome.interrupted:
                 return outcome
@@ -193,15 +200,8 @@ def _in_process(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome
 
 def run_variants(runner: ModeRunner, steps: Sequence[search.Step], done: Outcome) -> Outcome:
     """Each of ``steps`` (prefetch_factor / pin_memory variants of one setting)."""
-    outcome = done
-    try:
-        for step in steps:
-            outcome = run_step(runner, step, outcome)
-            if outcome.interrupted:
-                return outcome
-    except KeyboardInterrupt:
-        return replace(outcome, interrupted=True)
-    return outcome
+    pending = iter(steps)
+    return run_steps(runner, done, lambda _: next(pending, None))
 
 
 # --------------------------------------------------------------------------------------------
