@@ -95,10 +95,10 @@ class Flight:
     host: HostSampler
     gpu: GpuSampler | None = None
     gpu_unavailable: str | None = None
-    collectors: dict[int, EventCollector] = field(default_factory=dict)
+    collectors: dict[int, EventCollector] = field(init=False)  # one per process that runs the script
     tail: bytearray = field(default_factory=bytearray)
     stop: Stopping = field(default_factory=Stopping)
-    pyspy: PySpy | None = None
+    pyspy: PySpy | None = field(init=False)
     settle_checked_at: float = 0.0  # when the settle rule was last asked
     settle_cost_s: float = 0.0  # how long it took
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for

@@ -26,6 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+import psutil
+
 from fastload_cli.config import RunConfig
 from fastload_cli.records import (
     CHANNEL_DIR_ENV,
@@ -83,18 +85,8 @@ def sweep_folders() -> None:
     """Remove the FIFO folders of jobs whose fastload was killed before it could (SIGKILL)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
         owner = folder.name.removeprefix(FOLDER_PREFIX).split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):  # another user's counts as alive
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's: not ours to sweep
-    return True
 
 
 def job_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
