@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import secrets
 import signal
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,23 +220,18 @@ def write_atomically(path: Path, document: str) -> None:
     """``document`` to ``path`` whole or not at all: written beside it under a temporary name, then
     renamed over it, so a reader (a CI step, a dashboard) never sees half a report, and an
     interrupted write leaves the old file as it was."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as to a plain write
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(document)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-        os.chmod(temporary, mode)  # as a plain write would leave it (mkstemp makes it private)
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)  # a report written again keeps its mode
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def note(out: Output, message: str) -> None:
