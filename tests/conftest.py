@@ -80,12 +80,14 @@ def assert_verdict(report: dict, *expected: str) -> bool:
     and the verdict is another, that fastload said so: a caveat naming the other processes and
     less than full confidence (it lowers it, or gives none). True where the planted verdict was
     checked, so what rests on it can be."""
+    from fastload_cli.analyzer.thresholds import CONFIDENCE_DISTURBED, CONFIDENCE_STRONG
+
     verdict = report["verdict"]
     if verdict["bottleneck"] in expected:
         return True
     assert disturbed_by_others(report), verdict
     assert any("ther processes" in c for c in verdict["caveats"]), verdict
-    assert verdict["confidence"] <= 0.9 * 0.75, verdict  # CONFIDENCE_DISTURBED of the most it gives
+    assert verdict["confidence"] <= CONFIDENCE_STRONG * CONFIDENCE_DISTURBED, verdict  # lowered from the most it gives
     return False
 
 

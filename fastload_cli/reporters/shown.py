@@ -5,6 +5,7 @@ read from strings: every console that prints a report is made with ``markup=Fals
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastload_cli.formatting import printable
@@ -14,17 +15,23 @@ T = TypeVar("T")
 
 def shown(value: T) -> T:
     """``value`` (a record, a JSON document, or what they hold) with every string printable."""
-    return _shown(value)
+    return strings_changed(value, printable)
 
 
-def _shown(value: Any) -> Any:
+def strings_changed(value: T, change: Callable[[str], str], *, keys: bool = True) -> T:
+    """``value`` with ``change`` applied to every string it holds, record by record, mapping keys
+    too unless ``keys`` is False."""
+    return _changed(value, change, keys)
+
+
+def _changed(value: Any, change: Callable[[str], str], keys: bool) -> Any:
     if isinstance(value, str):
-        return printable(value)
+        return change(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: _shown(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        changes = {f.name: _changed(getattr(value, f.name), change, keys) for f in dataclasses.fields(value)}
         return dataclasses.replace(value, **changes)
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_shown(v) for v in value)
+        return type(value)(_changed(v, change, keys) for v in value)
     if isinstance(value, dict):
-        return {_shown(k): _shown(v) for k, v in value.items()}
+        return {(_changed(k, change, keys) if keys else k): _changed(v, change, keys) for k, v in value.items()}
     return value

@@ -3,7 +3,6 @@ from a file) are shown as text: never markup, never escape sequences, never HTML
 
 from __future__ import annotations
 
-import dataclasses
 import io
 from typing import Any
 
@@ -12,6 +11,7 @@ from rich.console import Console
 from fastload_cli.formatting import printable
 from fastload_cli.records import Report
 from fastload_cli.reporters import comparison, html, terminal
+from fastload_cli.reporters.shown import strings_changed
 from tests.unit.test_gates import report as gate_report
 from tests.unit.test_gates import run as gate_run
 from tests.unit.test_report_sections import full_report
@@ -22,18 +22,9 @@ HTML = "</script><img src=x onerror=alert(1)><b>"
 
 
 def hostile(value: Any, text: str) -> Any:
-    """``value`` with ``text`` added to every string it holds, record by record."""
-    if isinstance(value, str):
-        return value + text
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(
-            value, **{f.name: hostile(getattr(value, f.name), text) for f in dataclasses.fields(value)}
-        )
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(hostile(v, text) for v in value)
-    if isinstance(value, dict):
-        return {k: hostile(v, text) for k, v in value.items()}
-    return value
+    """``value`` with ``text`` added to every string it holds, record by record (keys kept: the
+    renderers look figures up by them)."""
+    return strings_changed(value, lambda s: s + text, keys=False)
 
 
 def printed(renderable: Any) -> str:
