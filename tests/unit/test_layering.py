@@ -9,6 +9,7 @@ and ``fixes`` alone.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -104,8 +105,12 @@ def fastload_target(imported: str) -> str | None:
     if not imported.startswith("fastload_cli"):
         return None
     dotted = imported.removeprefix("fastload_cli").lstrip(".")
-    names = {name for name, _ in modules()}
-    return dotted if dotted in names else dotted.rpartition(".")[0]
+    return dotted if dotted in module_names() else dotted.rpartition(".")[0]
+
+
+@functools.cache
+def module_names() -> frozenset[str]:
+    return frozenset(name for name, _ in modules())
 
 
 def within(target: str, row: str) -> bool:
@@ -160,11 +165,10 @@ def test_a_violation_is_caught() -> None:
 
 def module_graph() -> dict[str, set[str]]:
     """fastload's modules and the fastload modules each imports at module level (``fastload_target``)."""
-    names = {name for name, _ in modules()}
     graph: dict[str, set[str]] = {}
     for name, path in modules():
         edges = {fastload_target(imported) for imported, top in imports(path) if top}
-        graph[name] = {e for e in edges if e is not None} & names - {name}
+        graph[name] = {e for e in edges if e is not None} & module_names() - {name}
     return graph
 
 
