@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fastload_cli.records import BatchRecord, HostSample, ProcRole, Timeline
+from fastload_cli.records import BatchRecord, GpuSample, HostSample, ProcRole, Timeline
 
 MEASURED = "data wait"
 WARMUP = "data wait (warm-up)"
@@ -88,7 +88,6 @@ def memory(timeline: Timeline) -> Iterator[Point]:
             yield Point("RSS", sample.t_ns, float(sum(rss)))
 
 
-def device_busy(timeline: Timeline) -> Iterator[Point]:
-    for sample in timeline.gpu_samples:
-        if sample.util_percent is not None and timeline.started_ns <= sample.t_ns <= timeline.ended_ns:
-            yield Point(f"GPU {sample.index}", sample.t_ns, sample.util_percent)
+def device_samples(timeline: Timeline) -> Iterator[GpuSample]:
+    """NVML's readings of every device taken while the run ran (a field NVML could not read is None)."""
+    return (s for s in timeline.gpu_samples if timeline.started_ns <= s.t_ns <= timeline.ended_ns)

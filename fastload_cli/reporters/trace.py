@@ -4,8 +4,8 @@ One process track per run (mode). On its training-loop thread: a slice per data 
 what the report does with it (measured, warm-up, start-up or drain, another loader's), a slice per
 step between two waits of an epoch, and each iterator's start-up. A phases thread marks the run
 from start to stop, the warm-up and the measured window. Counter tracks: the CPU of the main
-process and of each worker, the run's memory (RSS), its storage reads, and device busy where NVML
-measured it.
+process and of each worker, the run's memory (RSS), its storage reads, and what NVML read of each
+device (busy %, memory used, PCIe throughput each way) where it was sampled.
 
 Timestamps are the shared monotonic clock in microseconds, so a run's batches and the samples the
 parent took of its processes line up; samples outside a run's start and end are left out.
@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from fastload_cli.records import Report, Timeline
+from fastload_cli.records import GpuSample, Report, Timeline
 from fastload_cli.reporters import series
 
 LOOP_TID, PHASES_TID = 1, 2
@@ -124,5 +124,17 @@ def _counters(pid: int, timeline: Timeline) -> Iterator[Event]:
         yield _counter(pid, "storage reads (MB/s)", point.t_ns, read=point.value / 1e6)
     for point in series.memory(timeline):
         yield _counter(pid, "RSS (MiB)", point.t_ns, rss=point.value / 2**20)
-    for point in series.device_busy(timeline):
-        yield _counter(pid, f"{point.series} busy %", point.t_ns, busy=point.value)
+    for sample in series.device_samples(timeline):
+        yield from _device_counters(pid, sample)
+
+
+def _device_counters(pid: int, sample: GpuSample) -> Iterator[Event]:
+    """What NVML read of one device at one time, a counter per reading it has."""
+    gpu, t_ns = f"GPU {sample.index}", sample.t_ns
+    if sample.util_percent is not None:
+        yield _counter(pid, f"{gpu} busy %", t_ns, busy=sample.util_percent)
+    if sample.memory_used_bytes is not None:
+        yield _counter(pid, f"{gpu} memory used (MiB)", t_ns, used=sample.memory_used_bytes / 2**20)
+    pcie = {"to device": sample.pcie_rx_bytes_per_s, "from device": sample.pcie_tx_bytes_per_s}
+    if any(v is not None for v in pcie.values()):
+        yield _counter(pid, f"{gpu} PCIe (MB/s)", t_ns, **{k: v / 1e6 for k, v in pcie.items() if v is not None})

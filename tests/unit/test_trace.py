@@ -10,6 +10,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer.report import timeline
+from fastload_cli.records import GpuSample
 from fastload_cli.reporters import series, trace
 from tests.unit import builders as b
 from tests.unit.test_gates import report
@@ -65,3 +66,25 @@ def test_counters_fall_inside_their_run(runs, document: dict) -> None:
         assert run.started_ns / 1000 <= e["ts"] <= run.ended_ns / 1000
     worker = [e["args"]["cpu"] for e in counters if e["pid"] == 1 and e["name"] == "CPU % worker (pid 200)"]
     assert worker and all(v == pytest.approx(90, abs=1) for v in worker)
+
+
+def test_every_nvml_reading_of_the_run_is_a_counter_and_none_is_made_up(runs) -> None:
+    real = runs[0]
+    inside, late = real.ended_ns // 2, real.ended_ns + 1
+    readings = (
+        GpuSample(t_ns=inside, index=0, util_percent=87.0, memory_used_bytes=3 * 2**30, pcie_rx_bytes_per_s=12e9,
+                  pcie_tx_bytes_per_s=None),
+        GpuSample(t_ns=inside, index=1, util_percent=None, memory_used_bytes=None, pcie_rx_bytes_per_s=None,
+                  pcie_tx_bytes_per_s=None),
+        GpuSample(t_ns=late, index=0, util_percent=5.0, memory_used_bytes=1, pcie_rx_bytes_per_s=1.0,
+                  pcie_tx_bytes_per_s=1.0),
+    )  # fmt: skip
+    sampled = dataclasses.replace(timeline(real), gpu_samples=readings)
+    base = report(*analyze(runs[:1]).summaries)
+    doc = json.loads(trace.document(dataclasses.replace(base, timelines=(sampled,))))
+    gpu = {e["name"]: e["args"] for e in doc["traceEvents"] if e["ph"] == "C" and e["name"].startswith("GPU")}
+    assert gpu == {
+        "GPU 0 busy %": {"busy": 87.0},
+        "GPU 0 memory used (MiB)": {"used": 3072.0},
+        "GPU 0 PCIe (MB/s)": {"to device": 12000.0},  # NVML gave no reading from the device: none shown
+    }
