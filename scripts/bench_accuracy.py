@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How often `fastload diagnose` names the planted bottleneck, and how long it takes.
 
-    python scripts/bench_accuracy.py [--repeats 3] [--cases a,b] [--out results.json] [-- DIAGNOSE_OPTIONS]
+    python scripts/bench_accuracy.py [--repeats 3] [--cases a,b] [--out results.json] [--dry-run] [-- DIAGNOSE_OPTIONS]
 
 Runs `fastload diagnose SCRIPT --json -` (default settings, or the options after --) on every
 case of the zoo: the bundled examples and the scripts in scripts/zoo/, each with a planted truth
@@ -140,15 +140,30 @@ def measure(case: Case, repeats: int, options: list[str]) -> dict:
     }
 
 
-def main() -> int:
+def chosen_cases(names: str | None, gpu: bool) -> list[Case]:
+    """The cases ``--cases`` names (all by default), the GPU ones only where there is a GPU; an
+    unknown name ends the benchmark rather than measuring fewer cases than asked."""
+    unknown = set((names or "").split(",")) - {"", *(c.name for c in CASES)}
+    if unknown:
+        raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}; known: {', '.join(c.name for c in CASES)}")
+    return [c for c in CASES if (not names or c.name in names.split(",")) and (gpu or not c.gpu)]
+
+
+def main() -> int | str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--dry-run", action="store_true", help="name the cases that would run, and run none")
     parser.add_argument("options", nargs="*", help="diagnose options, after --")
     args = parser.parse_args()
+    if args.dry_run:
+        cases = chosen_cases(args.cases, True)
+        missing = [str(c.script) for c in cases if not c.script.is_file()]
+        print("would run:", ", ".join(f"{c.name} ({c.script.relative_to(ROOT)})" for c in cases))
+        return f"missing scripts: {', '.join(missing)}" if missing else 0
     gpu = cuda_available()
-    chosen = [c for c in CASES if (not args.cases or c.name in args.cases.split(",")) and (gpu or not c.gpu)]
+    chosen = chosen_cases(args.cases, gpu)
     print(f"{'case':<21}{'expected':<50}{'got':<24}{'agree':<7}time to verdict s, median (range)", flush=True)
     rows = [measure(case, args.repeats, args.options) for case in chosen]
     total = sum(r["agree"] for r in rows), sum(r["repeats"] for r in rows)

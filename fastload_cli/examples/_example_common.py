@@ -17,12 +17,14 @@ from pathlib import Path
 
 
 def parse_args(description: str, *, epochs: int = 2, batch_size: int = 32, **options: float) -> argparse.Namespace:
-    """The examples' command line: --epochs, --steps, --batch-size, and each example's own options
-    (``workers=2`` adds ``--workers``, typed as its default)."""
+    """The examples' command line: --epochs, --steps, --batch-size, --device (``cpu`` by default,
+    ``cuda`` to train on a GPU), and each example's own options (``workers=2`` adds ``--workers``,
+    typed as its default)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--epochs", type=int, default=epochs)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
     parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--device", default="cpu", help="where the model trains: cpu, cuda, cuda:1, ...")
     for name, default in options.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     return parser.parse_args()
@@ -82,14 +84,19 @@ def tensor_files(count: int = 1024, shape: tuple[int, ...] = (3, 32, 32)) -> Pat
     return ensure(cache_dir() / f"tensor-files-{count}", make)
 
 
-def train(loader: Iterable, model, optimizer, *, epochs: int, steps: int = 0, timed_from: int = 5) -> None:
-    """Train with cross-entropy for ``epochs`` (or ``steps`` steps, when not 0); prints the loss
-    per epoch and the throughput from step ``timed_from`` on, as many training scripts do."""
+def train(
+    loader: Iterable, model, optimizer, *, epochs: int, steps: int = 0, device: str = "cpu", timed_from: int = 5
+) -> None:
+    """Train on ``device`` with cross-entropy for ``epochs`` (or ``steps`` steps, when not 0); each
+    batch is copied there as the loop receives it. Prints the loss per epoch and the throughput
+    from step ``timed_from`` on, as many training scripts do."""
     import torch
 
+    model.to(device)  # in place: the optimizer keeps the same parameters
     step, seen, started = 0, 0, None
     for epoch in range(epochs):
-        for inputs, labels in loader:
+        for batch in loader:
+            inputs, labels = (t.to(device, non_blocking=True) for t in batch)
             loss = torch.nn.functional.cross_entropy(model(inputs), labels)
             optimizer.zero_grad()
             loss.backward()

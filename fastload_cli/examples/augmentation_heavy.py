@@ -4,7 +4,7 @@ A typical vision pipeline: JPEG files read by ImageFolder, a stack of random aug
 (resized crop, flip, colour jitter, rotation, blur, erasing) on PIL images, two DataLoader
 workers. The model is small, so the workers' augmentation work sets the pace.
 
-    python augmentation_heavy.py [--epochs N] [--steps N] [--batch-size N] [--workers N]
+    python augmentation_heavy.py [--epochs N] [--steps N] [--batch-size N] [--device D] [--workers N]
 """
 
 import torch
@@ -47,7 +47,7 @@ def main() -> None:
     loader = build_loader(args.batch_size, args.workers)
     model = build_model(len(loader.dataset.classes))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps, device=args.device)
 
 
 if __name__ == "__main__":

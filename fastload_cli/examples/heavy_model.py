@@ -3,7 +3,7 @@
 The data are already tensors in RAM, so loading a batch is a few indexing operations; the
 network's forward and backward passes take the time.
 
-    python heavy_model.py [--epochs N] [--steps N] [--batch-size N]
+    python heavy_model.py [--epochs N] [--steps N] [--batch-size N] [--device D]
 """
 
 import torch
@@ -32,7 +32,7 @@ def main() -> None:
     loader = DataLoader(TensorDataset(images, labels), batch_size=args.batch_size, shuffle=True)
     model = build_model(100)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps, device=args.device)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 No augmentation at all: each image is decoded, resized and normalised, one after another, in the
 training process itself, between optimizer steps.
 
-    python main_process_decode.py [--epochs N] [--steps N] [--batch-size N]
+    python main_process_decode.py [--epochs N] [--steps N] [--batch-size N] [--device D]
 """
 
 from pathlib import Path
@@ -52,7 +52,7 @@ def main() -> None:
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, len(dataset.classes)),
     )  # fmt: skip
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps, device=args.device)
 
 
 if __name__ == "__main__":

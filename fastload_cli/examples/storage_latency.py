@@ -4,7 +4,7 @@ Each read pays a round trip to the storage server (emulated here with a fixed de
 as on a network file system or an object store), then decodes raw float32 bytes. Two workers
 issue reads; most of their time is spent waiting, not computing.
 
-    python storage_latency.py [--epochs N] [--steps N] [--latency-ms MS] [--workers N]
+    python storage_latency.py [--epochs N] [--steps N] [--device D] [--latency-ms MS] [--workers N]
 """
 
 import time
@@ -40,7 +40,7 @@ def main() -> None:
     loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 256), nn.ReLU(), nn.Linear(256, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps)
+    train(loader, model, optimizer, epochs=args.epochs, steps=args.steps, device=args.device)
 
 
 if __name__ == "__main__":

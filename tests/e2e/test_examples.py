@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,16 @@ def test_a_baseline_gate_compares_each_mode_with_the_earlier_report(reports, tmp
     # whether this machine ran as fast as before is its business; the exit code must follow the lines
     assert done.returncode == (3 if any(line.startswith("Gate failed:") for line in judged) else 0), done.stderr
     assert json.loads((tmp_path / "r.json").read_text())["runs"]  # written either way
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_every_example_trains_on_the_device_it_is_given(example) -> None:
+    done = subprocess.run(
+        [sys.executable, str(example.path), "--steps", "6", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "throughput:" in done.stdout, done.stderr
+    refused = subprocess.run([sys.executable, str(example.path), "--device", "nowhere"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "nowhere" in refused.stderr

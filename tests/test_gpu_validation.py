@@ -1,0 +1,78 @@
+"""scripts/gpu_validation.py, which checks fastload on a GPU machine, cannot rot where there is none:
+its dry run checks every command it would run, and its runner stops what overruns."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_validation as validation
+
+
+def test_the_dry_run_checks_every_command_it_would_run(tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "scripts/gpu_validation.py", "--dry-run", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = json.loads((tmp_path / "summary.json").read_text())["steps"]
+    examples = {f"example-{p.stem}" for p in (ROOT / "fastload_cli" / "examples").glob("[!_]*.py")}
+    assert {s["step"] for s in steps} == {"gpu-tests", "gpu-zoo", "transfer-fixes", "prefetchers", *examples}
+    assert all(s["status"] == "checked" for s in steps), steps
+    assert "# fastload GPU validation (dry run" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (validation.fastload("try", "scripts/zoo/gpu_transfer.py", "--fixes", "pin-memory"), "--fixes"),
+        (validation.fastload("diagnose", "scripts/zoo/gpu_transfer.py", "--max-batches", "many"), "'--max-batches'"),
+        (validation.fastload("diagnoze", "scripts/zoo/gpu_transfer.py"), "no command 'diagnoze'"),
+        (validation.fastload("diagnose", "scripts/zoo/gone.py"), "missing files: scripts/zoo/gone.py"),
+        ((sys.executable, "scripts/bench_accuracy.py", "--cases", "gpu-transfr"), "unknown case(s): gpu-transfr"),
+        ((sys.executable, "scripts/bench_prefetch.py", "--rounds", "x"), "invalid int value"),
+        ((sys.executable, "-m", "pytest", "-m", "gpu", "tests/unit/test_config.py"), "exit 5"),  # no GPU test there
+    ],
+    ids=["option", "value", "command", "script", "case", "benchmark", "tests"],
+)
+def test_a_command_that_would_not_parse_or_start_fails_the_dry_run(argv, problem) -> None:
+    checked = validation.dry_check(validation.Step("broken", argv, 60))
+    assert not checked.ok and checked.status.startswith("failed") and problem in checked.status, checked.status
+
+
+SLEEPER = (
+    "import subprocess, sys, time\n"
+    "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+    "print(grandchild.pid, flush=True)\n"
+    "time.sleep(120)"
+)
+
+
+def test_a_step_past_its_time_is_stopped_with_everything_it_started(tmp_path) -> None:
+    step = validation.Step("sleeper", (sys.executable, "-c", SLEEPER), timeout_s=2)
+    started = time.monotonic()
+    done = validation.execute(step, tmp_path, deadline=time.monotonic() + 60)
+    assert done.status == "timed out after 2 s" and time.monotonic() - started < 30
+    grandchild = int((tmp_path / "sleeper.log").read_text().split()[0])
+    assert not alive(grandchild)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_step_the_budget_leaves_no_time_for_is_named_and_not_run(tmp_path) -> None:
+    step = validation.Step("late", (sys.executable, "-c", "pass"), timeout_s=60)
+    done = validation.execute(step, tmp_path, deadline=time.monotonic() + 1)
+    assert done.status == "not run: the budget was spent" and done.wall_s is None
