@@ -198,8 +198,8 @@ def missing_packages() -> list[str]:
     return [name for name in NEEDED if importlib.util.find_spec(name) is None]
 
 
-def write_summary(out: Path, dry: bool, done: list[Done]) -> None:
-    document = {"dry_run": dry, "machine": machine(ROOT), "steps": [asdict(d) for d in done]}
+def write_summary(out: Path, dry: bool, facts: dict[str, Any], done: list[Done]) -> None:
+    document = {"dry_run": dry, "machine": facts, "steps": [asdict(d) for d in done]}
     (out / "summary.json").write_text(json.dumps(document, indent=2))
     (out / "summary.md").write_text(summary_markdown(document))
 
@@ -230,6 +230,10 @@ def main() -> int:
     if missing:
         print(f"missing Python packages: {', '.join(missing)}; carry them as wheels", file=sys.stderr)
         return 1
+    facts = machine(ROOT)
+    if not args.dry_run and not facts.get("cuda_available"):
+        print("no CUDA GPU here (torch.cuda.is_available() is False); --dry-run checks the commands", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory(prefix="fastload-gpu-validation-") as scratch:
         out = (args.out or Path(scratch)).resolve()  # a dry run without --out keeps nothing
         out.mkdir(parents=True, exist_ok=True)
@@ -240,7 +244,7 @@ def main() -> int:
                 done.append(dry_check(step) if args.dry_run else execute(step, out, deadline))
         finally:
             if args.out is not None:
-                write_summary(out, args.dry_run, done)
+                write_summary(out, args.dry_run, facts, done)
                 print(f"summary: {out / 'summary.md'}", flush=True)
     return 0 if len(done) == len(steps) and all(d.ok for d in done) else 1
 

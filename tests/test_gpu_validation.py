@@ -76,3 +76,14 @@ def test_a_step_the_budget_leaves_no_time_for_is_named_and_not_run(tmp_path) -> 
     step = validation.Step("late", (sys.executable, "-c", "pass"), timeout_s=60)
     done = validation.execute(step, tmp_path, deadline=time.monotonic() + 1)
     assert done.status == "not run: the budget was spent" and done.wall_s is None
+
+
+def test_without_a_gpu_it_measures_nothing_and_says_why(tmp_path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the validation would run")
+    done = subprocess.run(
+        [sys.executable, "scripts/gpu_validation.py", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "no CUDA GPU here" in done.stderr and not any(tmp_path.iterdir())
