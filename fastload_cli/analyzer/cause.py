@@ -102,11 +102,16 @@ def _competing_cause(f: Facts, evidence: list[Finding], who: str, busy: float) -
     """Loaders that sleep while the cores are full or the step slows beside them: they keep up and
     wait on a full queue, and the CPU they use is taken from the step. CPU, not storage."""
     assert f.real is not None
-    system = f.real.system_cpu_busy_fraction
+    system, rate = f.real.system_cpu_busy_fraction, f.real.read_bytes_per_s
     where = f"the CPUs were {pct(system)} busy" if f.cores_saturated and system is not None else "the step slowed"
+    if rate is not None and rate >= th.READ_RATE_NOTABLE:
+        blocked = f.real.loader_blocked_fraction or 0.0
+        reads = f"the {rate / 1e6:.1f} MB/s read from storage held them up in only {pct(blocked)} of samples"
+    else:
+        reads = "nothing was read from storage"
     line = (
-        f"{who} on a CPU only {pct(busy)} of the time, yet {where} and nothing was read from storage: workers that "
-        "keep up sleep because their queue is full, not because they wait for storage. Loading costs the step CPU."
+        f"{who} on a CPU only {pct(busy)} of the time, yet {where} and {reads}: workers that keep up sleep because "
+        "their queue is full, not because they wait for storage. Loading costs the step CPU."
     )
     evidence.append(
         found(FindingKind.LOADERS_COMPETE, line, loader_busy_fraction=busy, system_cpu_busy_fraction=system)
@@ -126,7 +131,7 @@ def _reads_line(f: Facts, who: str, busy: float) -> Finding | None:
     kernel, rate = f.real.loader_kernel_fraction, f.real.read_bytes_per_s
     if f.num_workers == 0 or kernel is None or kernel < th.KERNEL_READS_SHARE:
         return None
-    if rate is None or rate < th.READ_RATE_NOTABLE:
+    if rate is None or rate < th.READ_RATE_NOTABLE or not f.reads_matter:
         return None
     line = (
         f"{who} on a CPU, or waiting for one, {pct(busy)} of the time, but {pct(kernel)} of that CPU time was in "

@@ -107,13 +107,30 @@ class Facts:
         if real is None:
             return None
         rate, iowait, wait = real.read_bytes_per_s, real.iowait_fraction, real.data_wait_fraction
-        if rate is not None and rate >= th.READ_RATE_NOTABLE:
+        blocked = real.loader_blocked_fraction
+        if rate is not None and rate >= th.READ_RATE_NOTABLE and self.reads_matter:
             return f"the run read {rate / 1e6:.1f} MB/s from storage"
         if iowait is not None and iowait >= th.IOWAIT_NOTABLE:
             return f"{100 * iowait:.0f}% of CPU time was iowait"
+        if blocked is not None and blocked >= th.LOADER_BLOCKED_NOTABLE:
+            return f"the loaders were blocked on storage in {100 * blocked:.0f}% of samples"
         if wait is not None and wait >= th.WAIT_INPUT_BOUND:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
         return None
+
+    @property
+    def reads_matter(self) -> bool:
+        """Whether the real run's reads from storage can have cost loading time. Not where the cores
+        were full or the step slowed beside the loaders while the loaders were seldom blocked on
+        storage and the machine was not in iowait: there the reads (a page fault, a file opened
+        now and then) cost nothing, and loading costs CPU."""
+        real = self.real
+        if real is None or not (self.cores_saturated or self.contended):
+            return True
+        blocked, iowait = real.loader_blocked_fraction, real.iowait_fraction
+        if blocked is None or blocked >= th.LOADER_BLOCKED_NOTABLE:
+            return True  # unmeasured: the reads are taken as they were
+        return iowait is not None and iowait >= th.IOWAIT_NOTABLE
 
     @property
     def sweep_confirms_input(self) -> bool:

@@ -270,6 +270,23 @@ def loader_kernel_fraction(run: RunResult, window: list[Span]) -> float | None:
     return min(1.0, kernel / cpu)
 
 
+def loader_blocked_fraction(run: RunResult, window: list[Span]) -> float | None:
+    """Share of the loading processes' samples in the window that found them blocked on storage
+    (the workers; the main process when it loads itself), or None where no state was read."""
+    loader = primary_loader(run)
+    if loader is None:
+        return None
+    role = ProcRole.WORKER if loader.num_workers > 0 else ProcRole.MAIN
+    states = [
+        p.blocked
+        for s in run.host_samples
+        if any(a <= s.t_ns <= b for a, b in window)
+        for p in s.procs
+        if p.role is role and p.blocked is not None
+    ]
+    return sum(states) / len(states) if states else None
+
+
 def workers_busy_fraction(run: RunResult, window: list[Span], window_s: float) -> float | None:
     """The DataLoader workers' CPU and run-queue time over the window, per worker."""
     loader = primary_loader(run)
@@ -349,6 +366,7 @@ def _summarize(run: RunResult) -> RunSummary:
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
         variant=run.spec.variant,
         loader_kernel_fraction=loader_kernel_fraction(run, window),
+        loader_blocked_fraction=loader_blocked_fraction(run, window),
         training_samples_per_s=training_throughput(run),
     )
 

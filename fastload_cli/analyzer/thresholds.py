@@ -49,6 +49,10 @@ CPU_SATURATED = 0.85
 IOWAIT_NOTABLE = 0.05
 # Storage read rate worth quoting as evidence (bytes/s); below it the data came from the page cache.
 READ_RATE_NOTABLE = 1e6
+# Share of the loading processes' samples finding them blocked on storage (uninterruptible sleep)
+# at or above which reads cost them time. Below it, with little iowait, reads at any rate did not
+# hold loading up: on full cores such reads are no evidence of storage.
+LOADER_BLOCKED_NOTABLE = 0.10
 # Device busy % below which a compute-bound CUDA run is limited by the host loop, not the GPU
 # (the GPU idles half the time even with free inputs).
 GPU_BUSY_LOW_PERCENT = 50.0

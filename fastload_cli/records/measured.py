@@ -162,6 +162,9 @@ class ProcSample:
     rss_bytes: int | None
     read_bytes: int | None  # cumulative bytes read from storage
     kernel_cpu_s: float | None = None  # the system (kernel) part of cpu_s: syscalls such as reads
+    # In uninterruptible sleep when sampled (state D): blocked in the kernel, almost always on
+    # storage (a read, a page fault on a mapped file); None where the state could not be read.
+    blocked: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

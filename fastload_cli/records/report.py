@@ -62,6 +62,9 @@ class RunSummary:
     training_samples_per_s: float | None = None
     # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
     loader_kernel_fraction: float | None = None
+    # Share of the samples of the loading processes (the workers, or the main process without
+    # them) that found them blocked in the kernel on storage: the time reads cost them.
+    loader_blocked_fraction: float | None = None
     # A data-parallel job: the rank these figures are of (throughput_* and training_samples_per_s are
     # the job's, summed over its ranks), and every rank's own figures.
     rank: int | None = None

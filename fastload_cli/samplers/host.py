@@ -116,6 +116,7 @@ class HostSampler:
                 cpu = proc.cpu_times()
                 rss = self._field("rss", lambda: proc.memory_info().rss)
                 read = self._field("read_bytes", lambda: proc.io_counters().read_bytes)
+                blocked = proc.status() == psutil.STATUS_DISK_SLEEP  # /proc/PID/stat, read once in oneshot
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             return None
         except psutil.AccessDenied:
@@ -129,6 +130,7 @@ class HostSampler:
             rss_bytes=rss,
             read_bytes=read,
             kernel_cpu_s=cpu.system,
+            blocked=blocked,
         )
 
     def _field(self, name: str, read: object) -> int | None:

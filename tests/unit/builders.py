@@ -91,14 +91,20 @@ def host_samples(
     system_busy: float = 0.5,
     cpu_count: int = 2,
     read_bytes_per_s: float | None = 0.0,
+    blocked_every: int | None = None,
 ) -> tuple[HostSample, ...]:
-    """Samples whose cumulative counters grow at the given constant rates (cores busy)."""
+    """Samples whose cumulative counters grow at the given constant rates (cores busy); with
+    ``blocked_every=n``, every process is found blocked on storage in every n-th sample."""
     out = []
-    for t in range(0, end_ns + every_ns, every_ns):
+    for n, t in enumerate(range(0, end_ns + every_ns, every_ns)):
         s = t / 1e9
+        blocked = None if blocked_every is None else n % blocked_every == 0
         procs = [
-            ProcSample(pid=100, role=ProcRole.MAIN, cpu_s=main_cores * s, runq_s=0.0, rss_bytes=10**8, read_bytes=0)
-        ]
+            ProcSample(
+                pid=100, role=ProcRole.MAIN, cpu_s=main_cores * s, runq_s=0.0, rss_bytes=10**8, read_bytes=0,
+                blocked=blocked,
+            )
+        ]  # fmt: skip
         for i, cores in enumerate(worker_cores):
             procs.append(
                 ProcSample(
@@ -111,6 +117,7 @@ def host_samples(
                     if read_bytes_per_s is None
                     else int(read_bytes_per_s * s / max(len(worker_cores), 1)),
                     kernel_cpu_s=None if worker_kernel_share is None else worker_kernel_share * cores * s,
+                    blocked=blocked,
                 )
             )
         busy = system_busy * cpu_count * s

@@ -344,6 +344,18 @@ def test_the_workers_kernel_share_of_their_cpu() -> None:
     assert summarize(b.run("real", batch_list, samples=unknown)).loader_kernel_fraction is None
 
 
+def test_the_share_of_samples_that_found_the_loaders_blocked_on_storage() -> None:
+    batch_list = one_epoch()
+    end = batch_list[-1].wait_end_ns
+    samples = b.host_samples(end, worker_cores=(0.2, 0.2), blocked_every=4)
+    blocked = summarize(b.run("real", batch_list, samples=samples)).loader_blocked_fraction
+    assert blocked == pytest.approx(0.25, abs=0.05)  # the window's samples, every fourth blocked
+    main_loads = b.run("real", batch_list, loaders=[b.loader(num_workers=0)], samples=samples)
+    assert summarize(main_loads).loader_blocked_fraction == pytest.approx(blocked)  # the main process's, then
+    unread = b.host_samples(end, worker_cores=(0.2, 0.2))
+    assert summarize(b.run("real", batch_list, samples=unread)).loader_blocked_fraction is None
+
+
 def test_the_workers_cpu_during_epoch_start_ups() -> None:
     batch_list = one_epoch()
     samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.3, 0.1), worker_runq_cores=0.1)

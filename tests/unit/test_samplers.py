@@ -28,6 +28,7 @@ def test_host_sample_reads_this_process() -> None:
     assert main[0].cpu_s > next(p for p in first.procs if p.role is ProcRole.MAIN).cpu_s
     assert second.system.busy_s >= first.system.busy_s
     assert main[0].rss_bytes and main[0].rss_bytes > 0
+    assert main[0].blocked is False  # running its own sample, not blocked on storage
 
 
 def test_reported_workers_get_the_worker_role() -> None:

@@ -383,6 +383,34 @@ def test_sleeping_loaders_on_saturated_cores_without_reads_are_cpu_not_io() -> N
     assert any("queue is full" in line for line in v.evidence)
 
 
+def test_trivial_reads_on_saturated_cores_are_cpu_not_storage() -> None:
+    # Hugging Face's image-classification example on 2 cores: the workers sleep on a full queue, the
+    # cores are 98% busy, the run reads 1.4 MB/s (page faults, files opened now and then), yet the
+    # workers were never found blocked on storage and there was no iowait
+    trivial = dataclasses.replace(
+        b.summary(wait=0.12, busy=0.2, system=0.98, compute_ms=15.0),
+        read_bytes_per_s=1.4e6,
+        loader_blocked_fraction=0.0,
+        iowait_fraction=0.0,
+    )
+    v = decide(facts(trivial, b.summary("synthetic", throughput=154.0, compute_ms=10.0)))
+    assert v.bottleneck is Bottleneck.CPU and "IO" not in v.label, v.label
+    assert any("1.4 MB/s" in line and "queue is full" in line for line in v.evidence), v.evidence
+    # the same reads with the workers blocked on them are storage
+    for real in (
+        dataclasses.replace(trivial, loader_blocked_fraction=0.4),
+        dataclasses.replace(trivial, iowait_fraction=0.2),
+        dataclasses.replace(trivial, loader_blocked_fraction=None),  # not measured: reads taken as they are
+    ):
+        assert decide(facts(real, b.summary("synthetic", throughput=154.0))).bottleneck is Bottleneck.IO, real
+
+
+def test_loaders_blocked_on_storage_are_io_evidence_whatever_the_read_rate() -> None:
+    blocked = dataclasses.replace(b.summary(wait=0.5, busy=0.2, system=0.4), loader_blocked_fraction=0.45)
+    v = decide(facts(blocked, b.summary("synthetic", throughput=400.0)))
+    assert v.bottleneck is Bottleneck.IO and any("blocked on storage in 45% of samples" in line for line in v.evidence)
+
+
 def test_an_io_cause_needs_storage_evidence() -> None:
     # idle loaders, little wait, nothing read, nothing contended: the cause is not called storage
     quiet = facts(b.summary(wait=0.15, busy=0.1, system=0.5), b.summary("synthetic", throughput=160.0))
