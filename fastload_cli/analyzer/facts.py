@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import step_slowdown
 from fastload_cli.records import BatchInfo, Breakdown, FixResult, LoaderInfo, RunSummary, SweepResult
 
 
@@ -49,10 +50,7 @@ class Facts:
     @property
     def contention(self) -> float | None:
         """How much slower the step itself ran beside the real input pipeline than with free inputs."""
-        if self.real is None or self.synthetic is None:
-            return None
-        a, b = self.real.compute_ms_p50, self.synthetic.compute_ms_p50
-        return a / b if a is not None and b else None
+        return step_slowdown(self.real, self.synthetic)
 
     @property
     def concurrent_loading(self) -> bool:

@@ -371,6 +371,15 @@ def _summarize(run: RunResult) -> RunSummary:
     )
 
 
+def step_slowdown(real: RunSummary | None, synthetic: RunSummary | None) -> float | None:
+    """How much slower the step itself ran beside the real input pipeline than with free inputs
+    (its median time outside the data wait in each run), or None without both."""
+    if real is None or synthetic is None:
+        return None
+    a, b = real.compute_ms_p50, synthetic.compute_ms_p50
+    return a / b if a is not None and b else None
+
+
 def training_throughput(run: RunResult) -> float | None:
     """Samples per second from the end of warm-up to the last batch, everything between included
     (each epoch's worker start-up, burst and drain, whatever the script does between epochs): the

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fastload_cli.analyzer import Analysis
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
-from fastload_cli.records import Bottleneck, FixSpec, Mode, ModeSpec, RunResult
+from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
 
@@ -34,7 +34,8 @@ def why_not_sweep(analysis: Analysis) -> str | None:
 
     Workers that hand over batches cheaper to build than to hand over cost time by construction,
     a cost the comparison with free inputs barely resolves on a busy machine: fewer workers are
-    measured whatever the verdict and however busy the cores are.
+    measured whatever the verdict and however busy the cores are. So are they where the verdict
+    found the workers keeping up while they take the step's cores (``LOADERS_COMPETE``).
     """
     facts = analysis.facts
     if facts.restarts_dominate:
@@ -43,6 +44,8 @@ def why_not_sweep(analysis: Analysis) -> str | None:
         return None
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
+    if analysis.verdict.of(FindingKind.LOADERS_COMPETE):
+        return None
     if facts.cores_saturated:
         assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None
         return f"the cores were {100 * facts.real.system_cpu_busy_fraction:.0f}% busy: more workers cannot help"
@@ -73,11 +76,12 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
         return AfterModes(sweep=False, why=note, min_workers=0, breakdown=breakdown, cached=cached)
     facts = analysis.facts
     cheap = facts.cheap_batches is not None
-    why = (
-        "Handing batches over from workers may cost more than building them"
-        if cheap
-        else "Loading is the limit and the cores are not all busy"
-    )
+    if cheap:
+        why = "Handing batches over from workers may cost more than building them"
+    elif analysis.verdict.of(FindingKind.LOADERS_COMPETE):
+        why = "The workers keep up but take the step's cores, so fewer may train faster"
+    else:
+        why = "Loading is the limit and the cores are not all busy"
     # Loading that waits on latency: fewer workers only put fewer reads in flight.
     io = analysis.verdict.bottleneck is Bottleneck.IO and not cheap
     start = (facts.num_workers or 0) if io else 0

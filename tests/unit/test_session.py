@@ -17,6 +17,7 @@ from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
 from fastload_cli.records import (
     Bottleneck,
+    FindingKind,
     Mode,
     ModeSpec,
     PhaseMark,
@@ -329,6 +330,22 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
     )
     why = next_runs.why_not_sweep(analysis(restarting))
     assert why is not None and "start-up every epoch" in why
+
+
+def test_diagnose_sweeps_workers_that_keep_up_but_take_the_steps_cores_however_busy_they_are() -> None:
+    # workers asleep on a full queue, cores 97% busy, the step 1.7x slower beside them: fewer
+    # workers, down to none, may train faster, and only a sweep can say
+    competing = Facts(
+        real=b.summary(wait=0.12, busy=0.15, system=0.97, compute_ms=17.0),
+        synthetic=b.summary("synthetic", throughput=180.0, compute_ms=10.0),
+        loader=b.loader(),
+        cpu_count=2,
+    )
+    verdict = decide(competing)
+    assert verdict.of(FindingKind.LOADERS_COMPETE)
+    analysis = Analysis(summaries=(), verdict=verdict, recommendations=(), facts=competing)
+    then = next_runs.after_modes(analysis, may_sweep=True, breakdown_asked=False)
+    assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why and then.guided
 
 
 def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,10 +25,13 @@ from fastload_cli.analyzer.search.predict import Curve
 from fastload_cli.records import SweepPoint
 
 
-def plan(points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve) -> NextSetting:
+def plan(
+    points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve, *, down: bool = False
+) -> NextSetting:
     """Verify a prediction: the setting where predicted returns end, the one below it (do fewer
-    workers do as well?), and the one above it while the measurements still rise. An epoch too
-    short for a steady window never caps it (such settings are measured across whole epochs);
+    workers do as well?), and the one above it while the measurements still rise; with ``down``
+    (the script's workers compete with the step for the cores), no workers at all too. An epoch
+    too short for a steady window never caps it (such settings are measured across whole epochs);
     memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS`` do."""
     measured = plain(points)
     failed = next((w for w, p in sorted(measured.items()) if p.throughput_samples_per_s is None), None)
@@ -36,13 +39,15 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curv
         return NextSetting(confirmation(measured, limits, current), f"the run with {failed} workers failed")
     target, stopped = capped(curve.best, points, limits)
     tried = [w for w in measured if w != current]
-    for workers in _around(target, measured, limits):
+    for workers in _around(target, measured, limits, down):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
     return NextSetting(confirmation(measured, limits, current), stopped)
 
 
-def pending(points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve) -> list[int]:
+def pending(
+    points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve, *, down: bool = False
+) -> list[int]:
     """The settings ``plan`` asks for, in order, before any of them could change its course: those
     of ``_around`` not measured yet, within ``PREDICT_MAX_SETTINGS``; none after a failed run."""
     measured = plain(points)
@@ -50,19 +55,21 @@ def pending(points: Sequence[SweepPoint], limits: Limits, current: int, curve: C
         return []
     target, _ = capped(curve.best, points, limits)
     left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
-    wanted = [w for w in dict.fromkeys(_around(target, measured, limits)) if w not in measured]
+    wanted = [w for w in dict.fromkeys(_around(target, measured, limits, down)) if w not in measured]
     return wanted[: max(0, left)]
 
 
-def _around(target: int, measured: dict[int, SweepPoint], limits: Limits) -> list[int]:
+def _around(target: int, measured: dict[int, SweepPoint], limits: Limits, down: bool = False) -> list[int]:
     """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
-    ``min_workers``), and while the highest measured setting is the fastest (beyond the noise),
-    one above it (half as many more). Over whole epochs, the steps of ``_steps`` instead."""
+    ``min_workers``), with ``down`` no workers (where ``min_workers`` allows), and while the
+    highest measured setting is the fastest (beyond the noise), one above it (half as many more).
+    Over whole epochs, the steps of ``_steps`` instead, and no workers after them with ``down``."""
     target = max(target, limits.min_workers)
+    none = [0] if down and limits.min_workers == 0 else []
     if fewest_for_rounds(target, limits):
-        return _steps(target, measured, limits)
+        return [*_steps(target, measured, limits), *none]
     lower = max(target - max(1, target // 4), limits.min_workers)
-    wanted = [target, *([lower] if lower < target else [])]
+    wanted = [target, *([lower] if lower < target else []), *none]
     top = _rising_top(measured, wanted)
     if top is not None and top < limits.max_workers:
         wanted.append(min(limits.max_workers, top + max(1, top // 2)))

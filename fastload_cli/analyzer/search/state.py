@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from fastload_cli.analyzer.metrics import epoch_batches, first_loader, primary_loader
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import epoch_batches, first_loader, primary_loader, step_slowdown
 from fastload_cli.analyzer.search import parts, predict
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.points import point
@@ -53,6 +54,8 @@ class State:
     blind: Planned | None = None
     sizing: Sizing = field(default_factory=Sizing)
     in_process_short: bool = False  # an in-process run gave fewer settings their turn than it asked
+    # The script's workers kept up but took the step's cores: fewer workers (down to 0) may be faster.
+    loaders_compete: bool = False
 
 
 def state(
@@ -79,7 +82,24 @@ def state(
         blind=_blind(runs),
         sizing=sizing or Sizing(),
         in_process_short=in_process_short,
+        loaders_compete=loaders_compete(runs, summaries),
     )
+
+
+def loaders_compete(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> bool:
+    """The real run's workers kept up (on a CPU less than ``LOADER_BUSY`` of the time) while the
+    cores were full or the step ran slower beside them than with free inputs: loading costs the
+    step CPU, and fewer workers, down to loading in the main process, may train faster."""
+    found = {r.spec.mode: s for r, s in zip(runs, summaries, strict=True) if r.spec.variant is None}
+    real = found.get(Mode.REAL)
+    if real is None or not real.num_workers:
+        return False
+    busy, system = real.loader_busy_fraction, real.system_cpu_busy_fraction
+    if busy is None or busy >= th.LOADER_BUSY:
+        return False
+    slowdown = step_slowdown(real, found.get(Mode.SYNTHETIC))
+    saturated = system is not None and system >= th.CPU_SATURATED
+    return saturated or (slowdown is not None and slowdown >= th.CONTENTION_SIGNIFICANT)
 
 
 def current_workers(runs: Sequence[RunResult]) -> int | None:

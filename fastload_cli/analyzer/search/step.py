@@ -69,7 +69,7 @@ def next_setting(state: State) -> NextSetting:
     if again:
         return NextSetting(again[0])
     if state.prediction is not None and state.current is not None:
-        return guided.plan(state.points, state.limits, state.current, state.prediction)
+        return guided.plan(state.points, state.limits, state.current, state.prediction, down=state.loaders_compete)
     return climb.plan(state.points, state.limits, state.current)
 
 
@@ -91,7 +91,9 @@ def after_first_epoch(state: State) -> bool:
         return True
     planned: tuple[int, ...] | list[int] = state.limits.grid or ()
     if state.prediction is not None and state.current is not None:
-        planned = guided.pending(state.points, state.limits, state.current, state.prediction)
+        planned = guided.pending(
+            state.points, state.limits, state.current, state.prediction, down=state.loaders_compete
+        )
     return any(whole_epochs(ModeSpec(mode=Mode.WORKERS, workers=w), state.loader) for w in planned)
 
 
@@ -123,7 +125,7 @@ def _known_in_advance(state: State) -> list[int]:
         return [w for w in dict.fromkeys(asked) if w not in measured]
     if state.prediction is None or state.current is None:
         return []
-    return guided.pending(state.points, state.limits, state.current, state.prediction)
+    return guided.pending(state.points, state.limits, state.current, state.prediction, down=state.loaders_compete)
 
 
 def _in_turn(state: State, settings: tuple[int, ...]) -> Step:

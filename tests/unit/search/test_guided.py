@@ -21,12 +21,12 @@ def curve(best: int, top: int = 32) -> Curve:
     return Curve(points=tuple((n, 10.0 * min(n, best)) for n in range(top + 1)), best=best, limit="the cores")
 
 
-def verify(model: Model, limits: Limits, current: int, predicted: Curve) -> list[int]:
+def verify(model: Model, limits: Limits, current: int, predicted: Curve, down: bool = False) -> list[int]:
     """The settings the guided search measures after the script's own, in order (no confirmations)."""
     limits = dataclasses.replace(limits, confirm=False)
     points = [pt(current, model(current))]
     for _ in range(20):
-        nxt = guided.plan(points, limits, current, predicted).workers
+        nxt = guided.plan(points, limits, current, predicted, down=down).workers
         if nxt is None:
             return [p.workers for p in points[1:]]
         points.append(pt(nxt, model(nxt)))
@@ -143,3 +143,34 @@ def test_over_whole_epochs_the_search_measures_the_first_setting_of_each_step() 
     assert verify(rounds, dataclasses.replace(limits, max_workers=24), current=2, predicted=curve(12)) == [9, 13]
     # a longer epoch keeps the quarter below: 16 workers have a steady window in 200 batches
     assert verify(rounds, Limits(epoch_batches=200), current=2, predicted=curve(16))[:2] == [16, 12]
+
+
+def test_where_the_workers_compete_with_the_step_the_search_measures_no_workers_too() -> None:
+    # two workers that keep up take the step's cores: loading in the main process trains faster
+    def model(w: int) -> float:
+        return 117.0 if w == 0 else 100.0
+
+    assert verify(model, Limits(), current=2, predicted=curve(2)) == [1]
+    assert verify(model, Limits(), current=2, predicted=curve(2), down=True) == [1, 0]
+    assert verify(model, Limits(min_workers=1), current=2, predicted=curve(2), down=True) == [1]  # the floor holds
+    points = [pt(2, 100.0), pt(1, 100.0), pt(0, 117.0)]
+    assert guided.pending(points[:1], Limits(), 2, curve(2), down=True) == [1, 0]
+    found = outcome.conclude(points, 2, Limits(), cpu_count=2)
+    assert found is not None
+    assert found.recommended_workers == 0 and found.significant
+
+
+def test_workers_that_keep_up_on_full_cores_or_slow_the_step_compete_with_it() -> None:
+    from fastload_cli.analyzer.search.state import loaders_compete
+
+    runs = [b.run("real"), b.run("synthetic")]
+    synthetic = b.summary("synthetic", compute_ms=10.0)
+
+    def compete(**real: object) -> bool:
+        return loaders_compete(runs, [dataclasses.replace(b.summary(), **real), synthetic])
+
+    assert compete(loader_busy_fraction=0.2, system_cpu_busy_fraction=0.98)  # full cores
+    assert compete(loader_busy_fraction=0.2, system_cpu_busy_fraction=0.5, compute_ms_p50=15.0)  # a slower step
+    assert not compete(loader_busy_fraction=0.2, system_cpu_busy_fraction=0.5, compute_ms_p50=10.0)
+    assert not compete(loader_busy_fraction=0.9, system_cpu_busy_fraction=0.98)  # busy workers: more may help
+    assert not compete(loader_busy_fraction=0.2, system_cpu_busy_fraction=0.98, num_workers=0)  # none to drop
