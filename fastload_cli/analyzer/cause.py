@@ -86,12 +86,12 @@ def _cause_from_busy(f: Facts, evidence: list[Finding], busy: float) -> Cause:
             return Cause(Bottleneck.INCONCLUSIVE, CAUSE_UNKNOWN, tuple(evidence), False)
         line = f"{who} on a CPU only {pct(busy)} of the time and {storage}: loading waits on storage or other latency."
         evidence.append(found(FindingKind.LOADERS_IDLE, line, loader_busy_fraction=busy))
-        return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f)), True)
+        return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f, read_rate=not f.reads_are_evidence)), True)
     line = f"{who} on a CPU {pct(busy)} of the time: partly computing, partly waiting."
     evidence.append(found(FindingKind.LOADERS_MIXED, line, loader_busy_fraction=busy))
     if busy >= (th.LOADER_BUSY + th.LOADER_IDLE) / 2 or storage is None:  # closer to busy, or no sign of storage
         return Cause(Bottleneck.CPU, _cpu_label(f), tuple(evidence), False)
-    return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f)), False)
+    return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f, read_rate=not f.reads_are_evidence)), False)
 
 
 IO_LATENCY = "IO-bound input pipeline (storage or latency)"
@@ -131,7 +131,7 @@ def _reads_line(f: Facts, who: str, busy: float) -> Finding | None:
     kernel, rate = f.real.loader_kernel_fraction, f.real.read_bytes_per_s
     if f.num_workers == 0 or kernel is None or kernel < th.KERNEL_READS_SHARE:
         return None
-    if rate is None or rate < th.READ_RATE_NOTABLE or not f.reads_matter:
+    if rate is None or not f.reads_are_evidence:
         return None
     line = (
         f"{who} on a CPU, or waiting for one, {pct(busy)} of the time, but {pct(kernel)} of that CPU time was in "

@@ -106,7 +106,7 @@ class Facts:
             return None
         rate, iowait, wait = real.read_bytes_per_s, real.iowait_fraction, real.data_wait_fraction
         blocked = real.loader_blocked_fraction
-        if rate is not None and rate >= th.READ_RATE_NOTABLE and self.reads_matter:
+        if rate is not None and self.reads_are_evidence:
             return f"the run read {rate / 1e6:.1f} MB/s from storage"
         if iowait is not None and iowait >= th.IOWAIT_NOTABLE:
             return f"{100 * iowait:.0f}% of CPU time was iowait"
@@ -115,6 +115,13 @@ class Facts:
         if wait is not None and wait >= th.WAIT_INPUT_BOUND:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
         return None
+
+    @property
+    def reads_are_evidence(self) -> bool:
+        """The real run read at least ``READ_RATE_NOTABLE`` from storage, and the reads can have
+        cost loading time (``reads_matter``)."""
+        rate = self.real.read_bytes_per_s if self.real is not None else None
+        return rate is not None and rate >= th.READ_RATE_NOTABLE and self.reads_matter
 
     @property
     def reads_matter(self) -> bool:

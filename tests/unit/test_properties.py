@@ -71,3 +71,36 @@ def test_a_synthetic_run_that_replayed_nothing_gives_no_ceiling() -> None:
     analysis = analyze([real, not_replayed])
     assert analysis.verdict.speedup_ceiling is None
     assert any("replayed no batch (Opaque batch cannot be copied)" in c for c in analysis.verdict.caveats)
+
+
+fractions = st.floats(min_value=0, max_value=1, allow_nan=False)
+
+
+@given(
+    fractions,
+    fractions,
+    fractions,
+    st.sampled_from([0.0, 2e5, 1.4e6, 5e7]),
+    st.sampled_from([None, 0.0, 0.02, 0.2]),
+    st.sampled_from([None, 0.0, 0.3]),
+    st.floats(min_value=5, max_value=30, allow_nan=False),
+    st.floats(min_value=0.8, max_value=3, allow_nan=False),
+)
+@settings(max_examples=300, deadline=None)
+def test_no_evidence_is_said_twice(
+    wait: float, busy: float, system: float, reads: float, iowait: float | None, blocked: float | None,
+    compute_ms: float, ceiling: float,
+) -> None:  # fmt: skip
+    from fastload_cli.analyzer.facts import Facts
+    from fastload_cli.analyzer.verdict import decide
+
+    real = dataclasses.replace(
+        b.summary(wait=wait, busy=busy, system=system, compute_ms=compute_ms),
+        read_bytes_per_s=reads,
+        iowait_fraction=iowait,
+        loader_blocked_fraction=blocked,
+    )
+    synthetic = b.summary("synthetic", throughput=100.0 * ceiling, compute_ms=10.0)
+    evidence = decide(Facts(real=real, synthetic=synthetic, loader=b.loader(), cpu_count=2)).evidence
+    assert len(set(evidence)) == len(evidence), evidence
+    assert sum("MB/s" in line for line in evidence) <= 1, evidence  # the read rate is quoted once at most
