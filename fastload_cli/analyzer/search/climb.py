@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search.limits import Limits, over_budget
-from fastload_cli.analyzer.search.points import faster, plain, throughput, usable
+from fastload_cli.analyzer.search.points import dip, faster, plain, throughput, usable
 from fastload_cli.records import SweepPoint
 
 
@@ -59,13 +59,16 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> N
 def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
     """The best setting and the script's own, measured once more each when they differ by less
     than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
-    can be off by the machine's noise (never by a factor of two)."""
+    can be off by the machine's noise (never by a factor of two). Also at any difference where the
+    best's gain appears only after a slower setting between them (``points.dip``), as noise does."""
     ok = usable(measured.values())
     own = measured[current].throughput_samples_per_s if current is not None and current in measured else None
     if not limits.confirm or not ok or current is None or not own:
         return None
     top = max(ok, key=throughput)
-    if top.workers == current or throughput(top) >= own * th.SWEEP_CONFIRM_BELOW:
+    if top.workers == current:
+        return None
+    if throughput(top) >= own * th.SWEEP_CONFIRM_BELOW and dip(measured, top, measured[current]) is None:
         return None
     return next((w for w in (top.workers, current) if measured[w].runs < 2), None)
 

@@ -12,7 +12,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import parts
 from fastload_cli.analyzer.search.climb import climb
 from fastload_cli.analyzer.search.limits import Limits, capped
-from fastload_cli.analyzer.search.points import faster, noise, plain, pooled, throughput, usable
+from fastload_cli.analyzer.search.points import beats, dip, faster, path_noise, plain, pooled, throughput, usable
 from fastload_cli.analyzer.search.predict import Curve, error
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import SweepPoint, SweepResult
@@ -36,7 +36,8 @@ def conclude(
         base = None
     variant = _better_variant(points, chosen)
     top = variant or chosen
-    significant = base is not None and faster(top, base)
+    significant = base is not None and beats(measured, top, base)
+    spread = path_noise(measured, top, base) if base is not None else th.SWEEP_NOISE_FLOOR  # what top is held to
     if base is not None and not significant:
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
     stopped = _stopped(points, limits, curve)
@@ -51,7 +52,7 @@ def conclude(
         recommended_workers=chosen.workers,
         recommended_variant=variant.variant if variant else None,
         speedup=throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None,
-        noise=noise(top, base) if base is not None else th.SWEEP_NOISE_FLOOR,
+        noise=spread,
         significant=significant,
         memory_cost_bytes=(
             top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
@@ -59,7 +60,7 @@ def conclude(
         diminishing_at=None if rising else knee.workers,
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
         stopped=stopped,
-        caveats=(*across_epochs(measured, limits), *parts.apart(measured)),
+        caveats=(*across_epochs(measured, limits), *parts.apart(measured), *_after_a_dip(measured, best, base)),
         **_predicted(curve, measured, current),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
@@ -99,6 +100,18 @@ def returns(result: SweepResult) -> str:
     if result.diminishing_at is None:
         return f"{capitalised(result.reason)}."
     return f"Returns end at {result.diminishing_at} workers: {result.reason}."
+
+
+def _after_a_dip(measured: dict[int, SweepPoint], best: SweepPoint, base: SweepPoint | None) -> tuple[str, ...]:
+    """The caveat of a best setting whose gain appears only after a slower one, not measured again."""
+    slower = dip(measured, best, base) if base is not None and best is not base else None
+    if slower is None or base is None or (best.runs > 1 and base.runs > 1) or not throughput(base):
+        return ()
+    return (
+        f"num_workers={best.workers} measured {throughput(best) / throughput(base):.2f}x the script's own setting, "
+        f"but num_workers={slower.workers} between them measured {throughput(slower) / throughput(base):.2f}x: a gain "
+        "after a slower setting is what noise does, so it is not advised without measuring both again",
+    )
 
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:

@@ -48,6 +48,35 @@ def faster(a: SweepPoint, b: SweepPoint) -> bool:
     return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
 
 
+def between(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) -> list[SweepPoint]:
+    """The settings measured strictly between ``a``'s and ``b``'s worker counts, with a throughput."""
+    low, high = sorted((a.workers, b.workers))
+    return usable(p for w, p in measured.items() if low < w < high)
+
+
+def path_noise(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) -> float:
+    """The noise of ``a`` against ``b`` and of every setting measured between them: a curve whose
+    runs vary that much along the way cannot tell its ends apart by less."""
+    return max([noise(a, b), *(p.spread or 0.0 for p in between(measured, a, b))])
+
+
+def dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint) -> SweepPoint | None:
+    """A setting between ``base`` and a faster ``top`` that measured slower than ``base``: the gain
+    appears only after a worse neighbour, which a real trend does not do and noise does."""
+    slower = [p for p in between(measured, top, base) if throughput(p) < throughput(base)]
+    return min(slower, key=throughput, default=None)
+
+
+def beats(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint) -> bool:
+    """``top`` is faster than ``base`` by more than the noise measured from one to the other, and
+    not only after a slower setting between them unless both were measured again."""
+    if top.throughput_samples_per_s is None or base.throughput_samples_per_s is None:
+        return False
+    if throughput(top) <= throughput(base) * (1 + path_noise(measured, top, base)):
+        return False
+    return dip(measured, top, base) is None or (top.runs > 1 and base.runs > 1)
+
+
 def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     """One point per setting: a setting measured more than once gets its runs' mean throughput,
     and a spread that covers the difference between the runs as well as within each."""

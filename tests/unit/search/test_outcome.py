@@ -147,3 +147,35 @@ def test_settings_left_inside_the_first_epoch_beside_others_after_it_are_a_cavea
     again = dataclasses.replace(pt(0, 95.0), after_first_epoch=True)
     result = outcome.conclude([pt(0, 90.0), *later, again], 2, Limits(), None)
     assert result is not None and not [c for c in result.caveats if "first epoch" in c]
+
+
+def test_a_gain_is_measured_against_the_noise_of_every_setting_on_the_way() -> None:
+    # sweep-workers --workers 0,4,8 on a script with num_workers=0: workers=4 read 0.81x ±34%, then
+    # workers=8 1.09x with a steady window; the runs on the way vary far more than the gain
+    grid = Limits(grid=(0, 4, 8))
+    points = [pt(0, 100.0, spread=0.03), pt(4, 81.0, spread=0.34), pt(8, 109.0, spread=0.04)]
+    result = outcome.conclude(points, 0, grid, cpu_count=2)
+    assert result is not None and not result.significant and result.recommended_workers == 0
+    assert result.noise == pytest.approx(0.34)
+    assert result.conclusion.startswith("Keep num_workers=0")
+
+
+def test_a_gain_after_a_slower_setting_is_advised_only_once_both_ends_are_measured_again() -> None:
+    grid = Limits(grid=(0, 4, 8))
+    once = [pt(0, 100.0), pt(4, 81.0), pt(8, 115.0)]
+    result = outcome.conclude(once, 0, grid, cpu_count=2)
+    assert result is not None and not result.significant
+    assert any("num_workers=4 between them measured 0.81x" in c for c in result.caveats), result.caveats
+    again = [*once, pt(0, 101.0), pt(8, 116.0)]
+    result = outcome.conclude(again, 0, grid, cpu_count=2)
+    assert result is not None and result.significant and result.recommended_workers == 8
+    assert not any("between them" in c for c in result.caveats)
+
+
+def test_the_search_measures_a_gain_after_a_slower_setting_again() -> None:
+    from fastload_cli.analyzer.search.climb import confirmation, plain
+
+    monotonic = plain([pt(0, 100.0), pt(4, 150.0), pt(8, 260.0)])
+    assert confirmation(monotonic, Limits(), current=0) is None  # far apart, on a rising curve: as measured
+    dipped = plain([pt(0, 100.0), pt(4, 81.0), pt(8, 260.0)])
+    assert confirmation(dipped, Limits(), current=0) == 8
