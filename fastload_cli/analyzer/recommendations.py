@@ -32,7 +32,7 @@ from fastload_cli.analyzer.device_rules import (
 )
 from fastload_cli.analyzer.facts import speedup
 from fastload_cli.analyzer.verdict import Facts
-from fastload_cli.formatting import capitalised, pct
+from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
@@ -45,11 +45,13 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         return None
     n, now = s.recommended_workers, s.current_workers
     extra = f", {s.recommended_variant.replace(',', ', ')}" if s.recommended_variant else ""
+    cost = s.memory_cost_bytes
+    weighed = f", for {size(cost)} more memory" if cost is not None and cost >= th.SWEEP_WEIGHED_MEMORY else ""
     persistent = [("persistent_workers", True)] if n > 0 else []
     snippet = loader_change(f.loader, [("num_workers", n), *persistent, *variant_settings(s.recommended_variant)])
     return Recommendation(
         id="increase-num-workers" if n > now else "reduce-num-workers",
-        title=f"Use num_workers={n}{extra} (now {now})",
+        title=f"Use num_workers={n}{extra} (now {now}){weighed}",
         detail=(
             f"{search.conclusion(s)} A sweep under the real training step measured it (noise ±{100 * s.noise:.0f}%, "
             f"memory as process-tree RSS). {search.returns(s)} Change it to:\n    {snippet}"
@@ -342,8 +344,17 @@ def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     measured gain), then measured ones, then by expected gain."""
     found = [verified(rec, f) for rule in RULES if (rec := rule(f, v)) is not None]
     found = [rec for rec in found if not inside_noise(rec, f)]
-    swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None else set()
+    swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
     return tuple(sorted(found, key=lambda r: (r.id not in swept, no_gain(r, f), not r.measured, -_gain(r))))
+
+
+def _a_trade(f: Facts) -> bool:
+    """The sweep's setting gains little (under ``SWEEP_WEIGHED_GAIN``) for much more memory: it is
+    ranked by its gain like any other measured advice, not put first."""
+    s = f.sweep
+    cost = s.memory_cost_bytes if s is not None else None
+    gain = s.speedup if s is not None else None
+    return cost is not None and cost >= th.SWEEP_WEIGHED_MEMORY and gain is not None and gain < th.SWEEP_WEIGHED_GAIN
 
 
 def _gain(rec: Recommendation) -> float:

@@ -119,6 +119,11 @@ SWEEP_PATIENCE = 2
 SWEEP_REFINE_POINTS = 2
 # Share of the memory available when the sweep starts that a setting's processes may use.
 SWEEP_MEMORY_SHARE = 0.8
+# A measured num_workers gain below SWEEP_WEIGHED_GAIN that costs at least SWEEP_WEIGHED_MEMORY more
+# memory is a trade, not a headline: its title says the memory, and measured advice without that
+# cost comes first.
+SWEEP_WEIGHED_GAIN = 1.2
+SWEEP_WEIGHED_MEMORY = 2**30
 # The default prefetch_factor of a DataLoader with workers: each worker holds this many batches,
 # and at start-up all of them arrive at once (they are kept out of the measured window).
 DEFAULT_PREFETCH_FACTOR = 2

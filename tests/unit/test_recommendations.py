@@ -155,6 +155,18 @@ def test_a_sweep_that_measured_a_faster_setting_is_the_first_recommendation() ->
     assert "increase-num-workers" not in [r.id for r in found[1:]]  # the estimate stays silent
 
 
+def test_a_small_gain_for_much_more_memory_is_said_as_a_trade_and_not_put_first() -> None:
+    # sweep-workers measured 8 workers 1.09x the script's own, for 3.9 GiB more memory
+    # beside a cached run (every sample in memory) that measured 1.5x
+    cached = dataclasses.replace(IO, cached=b.summary("cached", throughput=150.0))
+    f = swept(cached, recommended=8, speedup=1.09, significant=True, cost=int(3.9 * 2**30))
+    found = rec.recommend(f, decide(f))
+    assert [r.id for r in found][:2] == ["faster-storage", "increase-num-workers"], [r.id for r in found]
+    assert found[1].title == "Use num_workers=8 (now 2), for 3.9 GiB more memory"
+    big = swept(cached, recommended=8, speedup=2.5, significant=True, cost=int(3.9 * 2**30))
+    assert rec.recommend(big, decide(big))[0].id == "increase-num-workers"  # a large gain still leads
+
+
 def test_a_measured_worker_gain_is_capped_by_the_ceiling() -> None:
     f = swept(CPU_IDLE_CORES, recommended=4, speedup=4.0, significant=True)
     found = rec.measured_workers(f, decide(f))
