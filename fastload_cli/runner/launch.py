@@ -73,13 +73,14 @@ def _start(config: RunConfig, run_id: str, stack: StackProbe) -> Started:
 
 
 def _watched(flight: Flight) -> RunResult:
-    """Watch the run to its end (Ctrl-C and SIGTERM stop it), clean up, and read the result."""
-    flight.host.start()
-    if flight.gpu is not None:
-        flight.gpu.start()
+    """Watch the run to its end (Ctrl-C, SIGTERM and SIGHUP stop it), clean up, and read the result.
+    The samplers start inside the watch, so a signal that comes as they start still stops the run."""
     caught: dict[int, Any] = {}  # signals that came while the run was watched, with the handlers they met
     try:
         with interrupts_as_flag(flight, caught):
+            flight.host.start()
+            if flight.gpu is not None:
+                flight.gpu.start()
             flight.watch()
     except KeyboardInterrupt:
         flight.interrupted = True

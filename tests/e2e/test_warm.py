@@ -4,23 +4,28 @@ the command. No timing is asserted: the time saved is in docs/benchmarks.md."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import SCRIPTS, run_fastload
+from tests.conftest import SCRIPTS, TEST_ID_ENV, run_fastload
 
 pytestmark = pytest.mark.slow
 SCRIPT = SCRIPTS / "warm_check.py"
 
 
 def starters() -> list[psutil.Process]:
+    """This test's warm starters: they carry its id; another fastload's on the machine do not."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         if any("fastload_cli.runner.child.starter import serve" in part for part in proc.info["cmdline"] or ()):
-            found.append(proc)
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(TEST_ID_ENV) == os.environ[TEST_ID_ENV]:
+                    found.append(proc)
     return found
 
 
