@@ -69,6 +69,7 @@ class Walk:
     dry: bool = False  # only find: change nothing
     found: list[Found] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    seen: set[int] = field(default_factory=set)  # functions already searched for the pipelines they use
     undo: list[tuple[Any, str, Any]] = field(default_factory=list)  # (object, attribute, old value)
 
     def restore(self) -> None:
@@ -189,7 +190,14 @@ def substitute(obj: Any, location: str, walk: Walk, depth: int = 0) -> Any:
     if isinstance(obj, (list, tuple)):
         items = [substitute(item, f"{location}[{i}]", walk, depth + 1) for i, item in enumerate(obj)]
         return obj if all(a is b for a, b in zip(items, obj, strict=True)) else type(obj)(items)
-    found = _standin(obj, walk)
+    if isinstance(obj, types.FunctionType) and name not in walk.drop:
+        already = len(walk.found)
+        _substitute_around(obj, location, walk, depth)  # the function stays; what it uses is replaced
+        if len(walk.found) > already:
+            return obj
+    found = _standin(obj, walk)  # a function that uses no pipeline: by its name
+    if found is None and isinstance(obj, functools.partial):
+        return _substitute_partial(obj, location, walk, depth)
     if found is None:
         return obj
     replacement, guessed = found
@@ -216,17 +224,112 @@ def _substitute_container(obj: Any, location: str, walk: Walk, depth: int) -> An
 def _substitute_attrs(obj: Any, location: str, names: tuple[str, ...], walk: Walk, depth: int) -> Any:
     """Substitute the pipelines held in ``obj``'s attributes ``names``, in place."""
     for attr in names:
-        current = getattr(obj, attr, None)
-        if current is None:
-            continue
-        new = substitute(current, f"{location}.{attr}", walk, depth + 1)
-        if new is not current and not walk.dry:
-            try:
-                setattr(obj, attr, new)
-                walk.undo.append((obj, attr, current))
-            except (AttributeError, TypeError) as exc:
-                walk.problems.append(f"cannot replace {location}.{attr}: {exc}")
+        _replace(obj, attr, f"{location}.{attr}", walk, depth)
     return obj
+
+
+def _replace(holder: Any, attr: str, location: str, walk: Walk, depth: int) -> None:
+    """Substitute the pipeline ``holder.attr`` holds, in place, where it changed (not when dry)."""
+    current = getattr(holder, attr, None)
+    if current is None:
+        return
+    new = substitute(current, location, walk, depth + 1)
+    if new is not current and not walk.dry:
+        try:
+            setattr(holder, attr, new)
+            walk.undo.append((holder, attr, current))
+        except (AttributeError, TypeError) as exc:
+            walk.problems.append(f"cannot replace {location}: {exc}")
+
+
+class Entry:
+    """A mapping's item as an attribute (``value``): a pipeline held in a dict (a function's
+    module globals, a Hugging Face dataset's format arguments) is replaced, restored and swapped
+    like one held in an attribute."""
+
+    __slots__ = ("key", "mapping")
+
+    def __init__(self, mapping: dict[str, Any], key: str) -> None:
+        self.mapping, self.key = mapping, key
+
+    @property
+    def value(self) -> Any:
+        return self.mapping.get(self.key)
+
+    @value.setter
+    def value(self, new: Any) -> None:
+        self.mapping[self.key] = new
+
+
+def pipeline_like(value: object) -> bool:
+    """A transform pipeline, or a function or partial that may use one: what a function's closure
+    or globals are searched for (never arbitrary objects, modules or classes)."""
+    if isinstance(value, (types.FunctionType, functools.partial)):
+        return _user_code(value)
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(callable(v) and not isinstance(v, type) for v in value)
+    if isinstance(value, type) or not callable(value):
+        return False
+    name = callable_name(value)
+    return is_torchvision(value) or name in CONTAINERS or bool(GUESS_PATTERN.search(name))
+
+
+def _user_code(fn: Any) -> bool:
+    """A function of the script's (or its project's), not of Python's, torch's or a library's."""
+    module = getattr(fn.func if isinstance(fn, functools.partial) else fn, "__module__", None) or ""
+    return module.split(".")[0] not in LIBRARY_MODULES
+
+
+# Top-level packages whose functions are never searched for the script's pipelines.
+LIBRARY_MODULES = frozenset(
+    {"torch", "torchvision", "numpy", "PIL", "datasets", "transformers", "functools", "builtins"}
+)
+
+
+def _substitute_around(fn: types.FunctionType, location: str, walk: Walk, depth: int) -> None:
+    """The pipelines a plain function uses, replaced where they live: in its closure (a Compose
+    built in an enclosing function) and in its module's globals (a Compose at module level), and
+    in the functions it calls from there. The function itself is not changed."""
+    if depth > MAX_DEPTH or not _user_code(fn) or id(fn) in walk.seen:
+        return
+    walk.seen.add(id(fn))
+    holders: list[tuple[Any, str, str]] = [
+        (cell, "cell_contents", f"{fn.__qualname__} (its {var})")
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False)
+    ]
+    holders += [(Entry(fn.__globals__, var), "value", f"{fn.__module__}.{var}") for var in global_names(fn.__code__)
+                if var in fn.__globals__]  # fmt: skip
+    for holder, attr, where in holders:
+        try:
+            held = getattr(holder, attr)
+        except ValueError:  # a closure's variable not bound yet
+            continue
+        if isinstance(held, types.FunctionType):  # a helper it calls: searched in turn, never replaced itself
+            _substitute_around(held, where, walk, depth + 1)
+        elif pipeline_like(held):
+            _replace(holder, attr, where, walk, depth)
+
+
+def global_names(code: types.CodeType, depth: int = 0) -> list[str]:
+    """The names ``code`` may read from its module's globals, its comprehensions' and inner
+    functions' included (before Python 3.12 a comprehension is a code object of its own)."""
+    inner = [c for c in code.co_consts if isinstance(c, types.CodeType)] if depth < MAX_DEPTH else []
+    return list(dict.fromkeys([*code.co_names, *(n for c in inner for n in global_names(c, depth + 1))]))
+
+
+def _substitute_partial(obj: functools.partial, location: str, walk: Walk, depth: int) -> Any:
+    """A ``functools.partial``: the pipelines among its arguments replaced (a new partial where any
+    was), and those its function uses, where they live."""
+    if isinstance(obj.func, types.FunctionType):
+        _substitute_around(obj.func, location, walk, depth)
+    args = [substitute(a, f"{location}.args[{i}]", walk, depth + 1) if pipeline_like(a) else a
+            for i, a in enumerate(obj.args)]  # fmt: skip
+    keywords = {k: substitute(v, f"{location}.{k}", walk, depth + 1) if pipeline_like(v) else v
+                for k, v in obj.keywords.items()}  # fmt: skip
+    same = all(a is b for a, b in zip(args, obj.args, strict=True)) and all(
+        keywords[k] is v for k, v in obj.keywords.items()
+    )
+    return obj if same else functools.partial(obj.func, *args, **keywords)
 
 
 def pipeline_attrs(dataset: Any) -> list[str]:
@@ -266,6 +369,9 @@ def walk_dataset(dataset: Any, walk: Walk, location: str = "dataset", seen: set[
     # ``transforms`` last: torchvision's StandardTransform wraps ``transform`` and
     # ``target_transform``, which were substituted just before.
     names = sorted(pipeline_attrs(dataset), key=lambda n: n == "transforms")
+    formats = getattr(dataset, "_format_kwargs", None)  # Hugging Face datasets: set_transform, with_transform
+    if isinstance(formats, dict) and formats.get("transform") is not None:
+        _replace(Entry(formats, "transform"), "value", f"{location}.set_transform", walk, 0)
     for name in names:
         current = getattr(dataset, name)
         if name == "transforms" and callable_name(current) == "StandardTransform":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from PIL import Image
@@ -187,3 +189,77 @@ def test_stand_ins_that_keep_the_sample_are_kept() -> None:
     walk = derandomize(dataset, NONE, NONE)
     assert check_on_sample(dataset, walk, before) is None
     assert isinstance(dataset.transform.transforms[1], Identity)
+
+
+# Pipelines attached the way Hugging Face's examples and many scripts attach them: a function that
+# uses a Compose from its module's globals or from an enclosing function, passed to
+# ``datasets.Dataset.set_transform`` (kept in the dataset's ``_format_kwargs``) or wrapped in a partial.
+TRAIN_TRANSFORMS = v1.Compose([v1.RandomResizedCrop((40, 32)), v1.RandomHorizontalFlip(), v1.ToTensor()])
+
+
+def preprocess_train(batch: dict) -> dict:
+    batch["pixel_values"] = [TRAIN_TRANSFORMS(image.convert("RGB")) for image in batch["image"]]
+    return batch
+
+
+def closure_over(pipeline):
+    def preprocess(batch: dict) -> dict:
+        batch["pixel_values"] = [pipeline(image) for image in batch["image"]]
+        return batch
+
+    return preprocess
+
+
+def apply(batch: dict, transforms) -> dict:
+    batch["pixel_values"] = [transforms(image) for image in batch["image"]]
+    return batch
+
+
+class FormattedDataset:
+    """What fastload sees of a ``datasets.Dataset`` after ``set_transform(fn)``: ``fn`` in its format
+    arguments, called on a batch of one example at each index."""
+
+    def __init__(self, transform) -> None:
+        self._format_kwargs = {"transform": transform}
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> dict:
+        image = Image.linear_gradient("L").resize((96 + 8 * i, 80)).convert("RGB")  # crops and flips show
+        batch = self._format_kwargs["transform"]({"image": [image]})
+        return {"pixel_values": batch["pixel_values"][0]}
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        preprocess_train,
+        closure_over(v1.Compose([v1.RandomResizedCrop((40, 32)), v1.ColorJitter(0.4), v1.ToTensor()])),
+        functools.partial(apply, transforms=v1.Compose([v1.RandomResizedCrop((40, 32)), v1.ToTensor()])),
+    ],
+    ids=["set_transform-global", "closure", "partial"],
+)
+def test_pipelines_a_function_uses_are_found_replaced_checked_and_restored(transform) -> None:
+    dataset = FormattedDataset(transform)
+    before = probe(dataset)
+    assert "RandomResizedCrop" in names(find_augmentations(dataset, NONE, NONE))
+    assert probe(dataset) == before and dataset._format_kwargs["transform"] is transform  # finding changes nothing
+    walk = derandomize(dataset, NONE, NONE)
+    assert "RandomResizedCrop" in names(walk.found) and not walk.problems
+    assert check_on_sample(dataset, walk, before) is None  # the same shapes, now deterministic
+    assert torch.equal(dataset[1]["pixel_values"], dataset[1]["pixel_values"])
+    walk.restore()
+    assert TRAIN_TRANSFORMS.transforms[0].__class__.__name__ == "RandomResizedCrop"
+    assert not torch.equal(dataset[1]["pixel_values"], dataset[1]["pixel_values"])  # random again
+
+
+def test_helpers_a_function_calls_are_searched_but_never_replaced_themselves() -> None:
+    def shift_labels(batch: dict) -> dict:  # named like augmentation, but not a transform: never replaced
+        return preprocess_train(batch)
+
+    dataset = FormattedDataset(shift_labels)
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandomResizedCrop", "RandomHorizontalFlip"]
+    assert dataset._format_kwargs["transform"] is shift_labels and preprocess_train.__name__ == "preprocess_train"
+    walk.restore()
