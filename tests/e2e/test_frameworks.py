@@ -1,6 +1,7 @@
 """Scripts written in the idioms of the frameworks people train with, diagnosed unmodified:
-Lightning's ``Trainer.fit``, Hugging Face's ``Trainer``, timm's ``create_loader``, an accelerate
-``prepare`` loop, and a script shaped like the PyTorch ImageNet example.
+Lightning's ``Trainer.fit``, Hugging Face's ``Trainer`` (on text, and on images attached with
+``datasets``' ``set_transform`` as its image-classification example does), timm's ``create_loader``,
+an accelerate ``prepare`` loop, and a script shaped like the PyTorch ImageNet example.
 
 Each must give the right batch counts, every mode applied through the framework's own wrappers
 (the synthetic replay, no-aug's stand-ins, a workers=N override), a sane verdict, and nothing
@@ -22,7 +23,7 @@ from tests.conftest import SCRIPTS, assert_verdict, run_fastload
 pytestmark = pytest.mark.slow
 FRAMEWORKS = SCRIPTS / "frameworks"
 BATCHES = 12
-NAMES = ("lightning", "transformers", "accelerate", "timm")
+NAMES = ("lightning", "transformers", "accelerate", "timm", "datasets")
 MISSING = [name for name in NAMES if importlib.util.find_spec(name) is None]
 needs_frameworks = pytest.mark.skipif(
     bool(MISSING), reason=f"the frameworks extra is not installed ({', '.join(MISSING)}): pip install '.[frameworks]'"
@@ -90,6 +91,18 @@ def test_hugging_face_trainer_applies_every_mode_through_training_arguments() ->
     assert_verdict(report, "compute", "cpu", "inconclusive")
     for rec in report["recommendations"]:
         assert "DataLoader(dataset" not in rec["detail"]  # the Trainer's loader is set in TrainingArguments
+
+
+@needs_frameworks
+def test_hugging_face_set_transform_augmentation_is_found_and_replaced(jpegs: Path) -> None:
+    # Hugging Face's image-classification example: a module-level Compose applied by the function
+    # given to Dataset.set_transform, images decoded by datasets, Trainer with 2 workers
+    report = diagnose("hf_image_classification.py", str(jpegs), "--max-steps", "300", modes="real,synthetic,no-aug")
+    check_runs(report, {"real", "synthetic", "no-aug"})
+    replaced = {s["original"].split("(")[0]: s for s in report["substitutions"]}
+    assert {"RandomResizedCrop", "RandomHorizontalFlip"} <= set(replaced), report["substitutions"]
+    assert "_train_transforms" in replaced["RandomResizedCrop"]["location"]  # where the pipeline lives
+    assert "CenterCrop" in replaced["RandomResizedCrop"]["replacement"]  # the same size, deterministic
 
 
 @needs_frameworks
