@@ -31,6 +31,7 @@ def job_under_fastload(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
          "--fixed-batches", "--json", str(out), "--", "--workers", "1", "--load-ms", "3", "--marker", str(marker),
          "--marker-after", "15"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # as from a terminal, even under nohup
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
