@@ -35,7 +35,9 @@ def why_not_sweep(analysis: Analysis) -> str | None:
     Workers that hand over batches cheaper to build than to hand over cost time by construction,
     a cost the comparison with free inputs barely resolves on a busy machine: fewer workers are
     measured whatever the verdict and however busy the cores are. So are they where the verdict
-    found the workers keeping up while they take the step's cores (``LOADERS_COMPETE``).
+    found the workers keeping up while they take the step's cores (``LOADERS_COMPETE``). Loading
+    that waits on storage or latency (``io``) is swept however busy the cores are too: its workers
+    sleep, and more of them keep more reads in flight without a core of their own.
     """
     facts = analysis.facts
     if facts.restarts_dominate:
@@ -44,7 +46,7 @@ def why_not_sweep(analysis: Analysis) -> str | None:
         return None
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
-    if analysis.verdict.of(FindingKind.LOADERS_COMPETE):
+    if analysis.verdict.of(FindingKind.LOADERS_COMPETE) or analysis.verdict.bottleneck is Bottleneck.IO:
         return None
     if facts.cores_saturated:
         assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None

@@ -289,16 +289,20 @@ def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_
 
 
 def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monkeypatch: pytest.MonkeyPatch) -> None:
-    def real(system_busy: float, wait_ms: float = 35.0) -> RunResult:
-        samples = b.host_samples(2_000 * MS, worker_cores=(0.1, 0.1), system_busy=system_busy)
+    def real(system_busy: float, wait_ms: float = 35.0, loaders: float = 0.9) -> RunResult:
+        samples = b.host_samples(2_000 * MS, worker_cores=(loaders, loaders), system_busy=system_busy)
         return b.run("real", b.batches([wait_ms] * 40, 5.0), samples=samples)
 
     synthetic = b.run("synthetic", b.batches([0.1] * 40, 5.0))
     assert next_runs.why_not_sweep(analyze([real(0.4), synthetic])) is None
-    assert (
-        next_runs.why_not_sweep(analyze([real(0.97), synthetic])) == "the cores were 97% busy: more workers cannot help"
-    )
+    cpu_bound = analyze([real(0.97), synthetic])
+    assert cpu_bound.verdict.bottleneck is Bottleneck.CPU
+    assert next_runs.why_not_sweep(cpu_bound) == "the cores were 97% busy: more workers cannot help"
     assert next_runs.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == next_runs.NOT_INPUT_BOUND
+    # loaders asleep while the loop waits: latency, which more workers hide without cores of their own
+    io_bound = analyze([real(0.97, loaders=0.1), synthetic])
+    assert io_bound.verdict.bottleneck is Bottleneck.IO
+    assert next_runs.why_not_sweep(io_bound) is None
 
 
 def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers() -> None:
@@ -306,7 +310,7 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
         return Analysis(summaries=(), verdict=decide(f), recommendations=(), facts=f)
 
     base = Facts(
-        real=b.summary(wait=0.3, busy=0.1, system=0.97),
+        real=b.summary(wait=0.3, busy=0.9, system=0.97),
         synthetic=b.summary("synthetic", throughput=300.0),
         loader=b.loader(),
         cpu_count=2,
