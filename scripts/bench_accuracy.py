@@ -61,6 +61,13 @@ CASES = (
     ),
     Case("accelerate-fft", FRAMEWORKS / "accelerate_train.py", "cpu", args=("--epochs", "20")),
     Case("fakedata-contention", FRAMEWORKS / "imagenet_style.py", "cpu", args=("-j", "2", "-a", "tiny")),
+    # Hugging Face's image-classification example's shape: set_transform, Trainer, 2 workers on 2 cores
+    Case(
+        "hf-image-classification",
+        FRAMEWORKS / "hf_image_classification.py",
+        "cpu",
+        args=("{jpegs}", "--max-steps", "96"),
+    ),
     Case("gpu-transfer", ZOO / "gpu_transfer.py", "transfer", ("pin-memory",), gpu=True),
     Case("gpu-tiny-kernels", ZOO / "gpu_tiny_kernels.py", "host", gpu=True),
     Case("gpu-large-model", ZOO / "gpu_large_model.py", "compute", gpu=True),
