@@ -22,7 +22,7 @@ from typing import Any
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
 from fastload_cli.records import CACHE_LOCATION, UNCHANGED, ChildSpec, Fix
-from fastload_cli.runner.child import transforms
+from fastload_cli.runner.child import samples, transforms
 from fastload_cli.runner.child.batches import safe_len
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, NoAugmentation, Produce, WorkersOverride
@@ -63,7 +63,7 @@ def cache_view(dataset: Any, bound: int) -> tuple[CachedView | None, str]:
     its augmentation; the second value describes what is cached."""
     if dataset is None or safe_len(dataset) is None or not hasattr(type(dataset), "__getitem__"):
         return None, "an iterable dataset has no indices to cache samples by"
-    before = transforms.probe(dataset)  # the original pipeline's first sample
+    before = samples.probe(dataset)  # the original pipeline's first sample
     if before is None:
         return None, "the dataset's first sample could not be read to check the cache against"
     bound_or_none = bound or None
@@ -74,7 +74,7 @@ def cache_view(dataset: Any, bound: int) -> tuple[CachedView | None, str]:
         if transforms.find_augmentations(dataset, frozenset(), frozenset()):
             return None, "the dataset decodes and augments in one __getitem__: its decoded samples cannot be kept apart"
         cache, what = DecodedCache(dataset, max_bytes=bound_or_none, attribute=None), "whole items (nothing random)"
-    after = transforms.probe(cache)  # the first sample, through the cache (and kept there)
+    after = samples.probe(cache)  # the first sample, through the cache (and kept there)
     if after != before:  # the dataset does not apply its transform as the cache expects
         cache.release()
         return None, f"through the cache the first sample changed make-up ({str(before)[:60]} -> {str(after)[:60]})"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode, setting_location
-from fastload_cli.runner.child import breakdown, transforms
+from fastload_cli.runner.child import breakdown, samples, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len
 from fastload_cli.runner.child.channel import Channel
 
@@ -150,9 +150,9 @@ def derandomize(dataset: Any, spec: ChildSpec, channel: Channel, loader_id: int)
     keep, drop = frozenset(spec.keep_transforms), frozenset(spec.drop_transforms)
     if not transforms.find_augmentations(dataset, keep, drop):
         return None
-    before = transforms.probe(dataset)  # the original pipeline's first sample
+    before = samples.probe(dataset)  # the original pipeline's first sample
     walk = transforms.derandomize(dataset, keep, drop)
-    undone = transforms.check_on_sample(dataset, walk, before)
+    undone = samples.check_on_sample(dataset, walk, before)
     for item in walk.found:
         channel.substitution(loader_id, item.location, item.original, item.replacement, item.guessed, undone or "")
     for problem in walk.problems:

@@ -11,7 +11,8 @@ from torch.utils.data import ConcatDataset, Dataset, Subset
 from torchvision import transforms as v1
 from torchvision.transforms import v2
 
-from fastload_cli.runner.child.transforms import Identity, check_on_sample, derandomize, find_augmentations, probe
+from fastload_cli.runner.child.samples import check_on_sample, probe
+from fastload_cli.runner.child.transforms import Identity, derandomize, find_augmentations
 
 NONE: frozenset[str] = frozenset()
 

@@ -1,0 +1,61 @@
+"""Inside the child: what a dataset's first sample is made of, to check that no-aug's stand-ins
+(``transforms``) and try's decoded-sample cache leave it the same; the stand-ins are undone when
+they do not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastload_cli.runner.child.transforms import MAX_DEPTH, Walk
+
+
+def signature(value: Any, depth: int = 0) -> object:
+    """What a sample is made of, for comparing two pipelines' outputs: each tensor's or array's
+    shape and dtype, each image's size and mode, the structure around them."""
+    if depth > MAX_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        return tuple((str(k), signature(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(signature(v, depth + 1) for v in value))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return ("array", tuple(shape), str(dtype))
+    if type(value).__module__.startswith("PIL"):
+        return ("image", getattr(value, "size", None), getattr(value, "mode", None))
+    return type(value).__name__
+
+
+def probe(dataset: Any) -> object | None:
+    """The signature of ``dataset[0]``, or None when the dataset cannot be indexed (an iterable
+    dataset) or its first sample fails."""
+    if _is_iterable_dataset(dataset) or not hasattr(dataset, "__getitem__"):
+        return None
+    try:
+        return signature(dataset[0])
+    except Exception:  # the script's own dataset: whatever it raises, there is nothing to compare
+        return None
+
+
+def _is_iterable_dataset(dataset: Any) -> bool:
+    return any(base.__name__ == "IterableDataset" for base in type(dataset).__mro__)
+
+
+def check_on_sample(dataset: Any, walk: Walk, before: object | None) -> str | None:
+    """After ``derandomize``: None when the stand-ins give the first sample the same make-up as
+    the original pipeline did (``before``); otherwise every replacement is undone and the reason
+    returned."""
+    if before is None or not walk.undo:
+        return None
+    after = probe(dataset)
+    if after == before:
+        return None
+    walk.restore()
+    if after is None:
+        return "with the stand-ins the first sample failed to load"
+    return f"the stand-ins changed the first sample ({_short(before)} -> {_short(after)})"
+
+
+def _short(sig: object) -> str:
+    text = str(sig)
+    return text if len(text) <= 160 else text[:157] + "..."
