@@ -12,7 +12,16 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import parts
 from fastload_cli.analyzer.search.climb import climb
 from fastload_cli.analyzer.search.limits import Limits, capped
-from fastload_cli.analyzer.search.points import beats, dip, faster, path_noise, plain, pooled, throughput, usable
+from fastload_cli.analyzer.search.points import (
+    beats,
+    faster,
+    path_noise,
+    plain,
+    pooled,
+    throughput,
+    unconfirmed_dip,
+    usable,
+)
 from fastload_cli.analyzer.search.predict import Curve, error
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import SweepPoint, SweepResult
@@ -38,6 +47,7 @@ def conclude(
     top = variant or chosen
     significant = base is not None and beats(measured, top, base)
     spread = path_noise(measured, top, base) if base is not None else th.SWEEP_NOISE_FLOOR  # what top is held to
+    held_back = _after_a_dip(measured, top, base)  # before top falls back to the script's own setting
     if base is not None and not significant:
         chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
     stopped = _stopped(points, limits, curve)
@@ -60,7 +70,7 @@ def conclude(
         diminishing_at=None if rising else knee.workers,
         reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
         stopped=stopped,
-        caveats=(*across_epochs(measured, limits), *parts.apart(measured), *_after_a_dip(measured, best, base)),
+        caveats=(*across_epochs(measured, limits), *parts.apart(measured), *held_back),
         **_predicted(curve, measured, current),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
@@ -102,13 +112,14 @@ def returns(result: SweepResult) -> str:
     return f"Returns end at {result.diminishing_at} workers: {result.reason}."
 
 
-def _after_a_dip(measured: dict[int, SweepPoint], best: SweepPoint, base: SweepPoint | None) -> tuple[str, ...]:
-    """The caveat of a best setting whose gain appears only after a slower one, not measured again."""
-    slower = dip(measured, best, base) if base is not None and best is not base else None
-    if slower is None or base is None or (best.runs > 1 and base.runs > 1) or not throughput(base):
+def _after_a_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint | None) -> tuple[str, ...]:
+    """The caveat of the setting the sweep would advise, whose gain appears only after a slower
+    one and was not measured again (``points.unconfirmed_dip``)."""
+    slower = unconfirmed_dip(measured, top, base) if base is not None and top is not base else None
+    if slower is None or base is None or not throughput(base):
         return ()
     return (
-        f"num_workers={best.workers} measured {throughput(best) / throughput(base):.2f}x the script's own setting, "
+        f"num_workers={top.workers} measured {throughput(top) / throughput(base):.2f}x the script's own setting, "
         f"but num_workers={slower.workers} between them measured {throughput(slower) / throughput(base):.2f}x: a gain "
         "after a slower setting is what noise does, so it is not advised without measuring both again",
     )

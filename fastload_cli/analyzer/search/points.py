@@ -74,7 +74,12 @@ def beats(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint) ->
         return False
     if throughput(top) <= throughput(base) * (1 + path_noise(measured, top, base)):
         return False
-    return dip(measured, top, base) is None or (top.runs > 1 and base.runs > 1)
+    return unconfirmed_dip(measured, top, base) is None
+
+
+def unconfirmed_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint) -> SweepPoint | None:
+    """``dip``, unless both ends were measured again (their runs pooled): then the gain stands."""
+    return None if top.runs > 1 and base.runs > 1 else dip(measured, top, base)
 
 
 def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
