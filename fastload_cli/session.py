@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import analyze, disturbed, next_runs, search, split
+from fastload_cli.analyzer import Analysis, analyze, disturbed, next_runs, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import first_loader, summarize
@@ -236,6 +236,9 @@ class DiagnoseRuns:
         if outcome.interrupted:
             return outcome
         analysis = analyze(outcome.runs, summaries=outcome.summaries)
+        outcome = free_the_straggler(runner, analysis, outcome)
+        if outcome.interrupted:
+            return outcome
         then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
         if then.why:
             runner.on_note(None, then.why)
@@ -248,6 +251,19 @@ class DiagnoseRuns:
         if outcome.interrupted or not self.follow_ups:
             return outcome
         return follow_up(runner, outcome, then.cached, started + DEFAULT_FOLLOW_UP_BUDGET_S)
+
+
+def free_the_straggler(runner: ModeRunner, analysis: Analysis, done: Outcome) -> Outcome:
+    """A data-parallel job held back by one rank's input pipeline: the job measured with that rank's
+    inputs free and the others real. Not across nodes: every node's fastload decides its runs alone,
+    and only one that holds the straggler sees it."""
+    spec = next_runs.freeing_the_straggler(analysis, done.runs)
+    launcher = runner.base.launcher
+    if spec is None or launcher is None or launcher.multi_node or analysis.straggler is None:
+        return done
+    rank = analysis.straggler.rank
+    runner.on_note(None, f"Rank {rank} holds the job back: measuring the job with its input pipeline free.")
+    return run_modes(runner, (spec,), done)
 
 
 def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) -> Outcome:

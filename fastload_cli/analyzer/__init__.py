@@ -47,6 +47,7 @@ class Analysis:
     verdict: Verdict
     recommendations: tuple[Recommendation, ...]
     facts: Facts
+    straggler: ranks.Straggler | None = None  # a data-parallel job's rank that holds it back
 
 
 def analyze(
@@ -62,7 +63,11 @@ def analyze(
     runs, lagging = from_straggler(runs)
     if lagging is not None:
         summaries = None  # the job's runs are now seen from the straggler
-    summaries = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
+    every = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
+    # Runs whose mode applied on some ranks alone answer one question (``ranks.freed``), not the job's.
+    one_rank = [(r, s) for r, s in zip(runs, every, strict=True) if r.spec.ranks]
+    runs = [r for r in runs if not r.spec.ranks]
+    summaries = tuple(s for s in every if not s.ranks_changed)
     facts = replace(gather_facts(runs, summaries, limits or search.Limits()), breakdown=breakdown)
     facts = replace(facts, tried=trials.results((), runs, summaries))
     sweep_caveats = facts.sweep.caveats if facts.sweep is not None else ()
@@ -71,8 +76,8 @@ def analyze(
         line = sweep_evidence(facts.sweep)
         verdict = replace(verdict, evidence=(*verdict.evidence, line.sentence), findings=(*verdict.findings, line))
     if lagging is not None:
-        verdict = ranks.naming(verdict, lagging)
-    return Analysis(summaries=summaries, verdict=verdict, recommendations=recommend(facts, verdict), facts=facts)
+        verdict = ranks.naming(verdict, lagging, ranks.freed(lagging, facts.real, one_rank, facts.noise))
+    return Analysis(every, verdict, recommend(facts, verdict), facts, lagging)
 
 
 def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], ranks.Straggler | None]:

@@ -19,7 +19,7 @@ from fastload_cli.records import RunStatus, RunSummary
 
 Document = Mapping[str, Any]
 # How a node's verdict names its own straggler (ranks.Straggler.where): the job's replaces it.
-_NAMED = re.compile(r" (on rank \d+|\(rank \d+ is the slowest\))$")
+_NAMED = re.compile(r" (on rank \d+|\(rank \d+ is the slowest\)|· rank \d+'s step takes [\d.]+x .*)$")
 _SUMMARY_FIELDS = {f.name for f in fields(RunSummary)}
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, foreign_cpu_fraction, role_delta, system_cpu, tree_delta
 from fastload_cli.analyzer.failures import describe_error
-from fastload_cli.analyzer.ranks import job_summary
+from fastload_cli.analyzer.ranks import job_summary, with_step_split
 from fastload_cli.records import (
     BatchRecord,
     HostSample,
@@ -320,7 +320,8 @@ def summarize(run: RunResult) -> RunSummary:
     if not run.ranks:
         return own
     ranks = [replace(_summarize(r), rank=r.rank, local_rank=r.local_rank) for r in run.ranks]
-    return job_summary(replace(own, rank=run.rank, local_rank=run.local_rank), ranks)
+    own = replace(own, rank=run.rank, local_rank=run.local_rank, ranks_changed=run.spec.ranks)
+    return job_summary(own, ranks)
 
 
 def _summarize(run: RunResult) -> RunSummary:
@@ -336,7 +337,7 @@ def _summarize(run: RunResult) -> RunSummary:
     system = system_cpu(run.host_samples, window)
     steps_ms = [s.step_ns / 1e6 for s in steps]
     compute_ms = [(s.step_ns - s.wait_ns) / 1e6 for s in steps]
-    return RunSummary(
+    summary = RunSummary(
         mode=run.label,
         status=run.status,
         num_workers=loader.num_workers if loader is not None else None,
@@ -369,6 +370,7 @@ def _summarize(run: RunResult) -> RunSummary:
         loader_blocked_fraction=loader_blocked_fraction(run, window),
         training_samples_per_s=training_throughput(run),
     )
+    return with_step_split(summary, run, steps)
 
 
 def step_slowdown(real: RunSummary | None, synthetic: RunSummary | None) -> float | None:

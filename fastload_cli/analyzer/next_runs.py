@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastload_cli.analyzer import Analysis
+from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
@@ -95,6 +95,15 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
         cached=cached,
         guided=not cheap,
     )
+
+
+def freeing_the_straggler(analysis: Analysis, done: Sequence[RunResult]) -> ModeSpec | None:
+    """The run that measures what freeing a data-parallel job's straggler alone gives the job,
+    when its own input pipeline holds the job back and that run was not made yet."""
+    spec = ranks.counterfactual(analysis.straggler) if analysis.straggler is not None else None
+    if spec is None or any(r.spec == spec for r in done):
+        return None
+    return spec
 
 
 def worth_caching(analysis: Analysis) -> bool:

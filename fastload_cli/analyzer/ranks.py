@@ -3,8 +3,11 @@
 In a job whose ranks meet at every step (DistributedDataParallel's all-reduce), every rank runs at
 the pace of the slowest, so throughput alone cannot name it. What tells the straggler from its
 victims is where each rank waits: the rank whose input pipeline is slow waits for its data, while
-the others wait inside their step, for it, at the all-reduce. Ranks that never form a process group
-are independent copies, each at its own pace: there the slowest throughput names the straggler.
+the others wait inside their step, for it, at the all-reduce. A rank whose step itself is slow
+waits for neither: its loop's thread is busy (on a CPU, or runnable) for longer per step than the
+others', which spend the difference blocked in the all-reduce (``metrics.step_split``). Ranks
+that never form a process group are independent copies, each at its own pace: there the slowest
+throughput names the straggler.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.formatting import num, pct
-from fastload_cli.records import Finding, FindingKind, Mode, RunResult, RunSummary, Verdict
+from fastload_cli.formatting import ms, num, pct
+from fastload_cli.records import Finding, FindingKind, Mode, ModeSpec, RunResult, RunStatus, RunSummary, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +27,11 @@ class Straggler:
     rank: int
     input_bound: bool  # its own input pipeline (True) or its step (False)
     finding: Finding
+    where: str  # how a verdict's headline names it, after the label
 
-    @property
-    def where(self) -> str:
-        """How a verdict's headline names it."""
-        return f"on rank {self.rank}" if self.input_bound else f"(rank {self.rank} is the slowest)"
+
+if TYPE_CHECKING:
+    from fastload_cli.analyzer.metrics import Step
 
 
 def job_summary(own: RunSummary, ranks: Sequence[RunSummary]) -> RunSummary:
@@ -38,6 +42,45 @@ def job_summary(own: RunSummary, ranks: Sequence[RunSummary]) -> RunSummary:
         throughput_samples_per_s=_sum(r.throughput_samples_per_s for r in ranks),
         training_samples_per_s=_sum(r.training_samples_per_s for r in ranks),
         ranks=tuple(ranks),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StepSplit:
+    busy_ms_p50: float | None = None
+    busy_ms_p90: float | None = None
+    blocked_fraction: float | None = None
+
+
+def with_step_split(summary: RunSummary, run: RunResult, steps: Sequence[Step]) -> RunSummary:
+    """``summary`` with how the loop's thread spent its steps (``step_split``)."""
+    split = step_split(run, steps)
+    return replace(
+        summary,
+        step_busy_ms_p50=split.busy_ms_p50,
+        step_busy_ms_p90=split.busy_ms_p90,
+        step_blocked_fraction=split.blocked_fraction,
+    )
+
+
+def step_split(run: RunResult, steps: Sequence[Step]) -> StepSplit:
+    """How the loop's thread spent its steps outside the data wait: busy (on a CPU or runnable,
+    median and 90th percentile per step) and blocked (its share of those steps). On the CPU
+    backend what blocks the loop's thread inside a step is waiting in the collectives for the
+    other ranks. Where the script drives a CUDA device the thread also blocks on (or spins in)
+    the device's work, so nothing is said there."""
+    timed = [s for s in steps if s.batch.step_cpu_ns is not None]
+    if not timed or len(timed) < len(steps) / 2 or run.env.cuda_in_use:
+        return StepSplit()
+    outside = [max(s.step_ns - s.tail_ns - s.wait_ns, 0) for s in timed]
+    on_cpu = [(s.batch.step_cpu_ns or 0) + (s.batch.step_runq_ns or 0) for s in timed]
+    busy = [min(c, o) for c, o in zip(on_cpu, outside, strict=True)]
+    total = sum(outside)
+    busy_ms = [b / 1e6 for b in busy]
+    return StepSplit(
+        busy_ms_p50=statistics.median(busy_ms),
+        busy_ms_p90=statistics.quantiles(busy_ms, n=10, method="inclusive")[-1] if len(busy_ms) > 1 else busy_ms[0],
+        blocked_fraction=(total - sum(busy)) / total if total > 0 else None,
     )
 
 
@@ -57,7 +100,9 @@ def straggler(ranks: Sequence[RunSummary], grouped: bool) -> Straggler | None:
     measured = [s for s in ranks if s.rank is not None and s.batches]
     if len(measured) < 2:
         return None
-    return _waits_longest(measured) if grouped else _slowest(measured)
+    if not grouped:
+        return _slowest(measured)
+    return _waits_longest(measured) or _busiest_step(measured)
 
 
 def _waits_longest(ranks: list[RunSummary]) -> Straggler | None:
@@ -76,7 +121,43 @@ def _waits_longest(ranks: list[RunSummary]) -> Straggler | None:
     )
     values: dict[str, float | int | None] = {"rank": worst, "rank_wait": top, "others_wait": others}
     assert worst is not None
-    return Straggler(worst, True, Finding(kind=FindingKind.STRAGGLER, sentence=line, values=values))
+    finding = Finding(kind=FindingKind.STRAGGLER, sentence=line, values=values)
+    return Straggler(worst, True, finding, f"on rank {worst}")
+
+
+def _busiest_step(ranks: list[RunSummary]) -> Straggler | None:
+    """The rank whose step keeps its loop busy longest, beyond the others' spread: they finish
+    first and wait for it in the all-reduce."""
+    busy = {s.rank: s for s in ranks if s.step_busy_ms_p50 is not None and s.step_busy_ms_p90 is not None}
+    if len(busy) < 2:
+        return None
+    worst = max(busy, key=lambda r: busy[r].step_busy_ms_p50 or 0.0)
+    others = [s for r, s in busy.items() if r != worst]
+    top = busy[worst].step_busy_ms_p50 or 0.0
+    middle = statistics.median(s.step_busy_ms_p50 or 0.0 for s in others)
+    if middle <= 0 or top < th.STRAGGLER_STEP_RATIO * middle or top <= max(s.step_busy_ms_p90 or 0.0 for s in others):
+        return None
+    assert worst is not None
+    ratio = top / middle
+    whom = f"rank {others[0].rank}'s" if len(others) == 1 else "the other ranks' (median)"
+    blocked = statistics.median(s.step_blocked_fraction or 0.0 for s in others)
+    line = (
+        f"Rank {worst}'s step takes {ratio:.1f}x {whom}: its loop is busy {ms(top)} a step against "
+        f"{ms(middle)}, and the others wait for it in the all-reduce, blocked {pct(blocked)} of their step "
+        "outside the data wait. Its input pipeline is not the cause: its step is (slower hardware, a "
+        "larger share of the work, or other work on its device)."
+    )
+    values: dict[str, float | int | None] = {
+        "rank": worst,
+        "rank_step_busy_ms": top,
+        "others_step_busy_ms": middle,
+        "ratio": ratio,
+        "others_blocked": blocked,
+        "rank_step_ms": busy[worst].step_ms_p50,
+    }
+    finding = Finding(kind=FindingKind.STRAGGLER, sentence=line, values=values)
+    short = f"rank {others[0].rank}'s" if len(others) == 1 else "the others'"
+    return Straggler(worst, False, finding, f"· rank {worst}'s step takes {ratio:.1f}x {short}")
 
 
 def _slowest(ranks: list[RunSummary]) -> Straggler | None:
@@ -99,7 +180,8 @@ def _slowest(ranks: list[RunSummary]) -> Straggler | None:
     )
     assert worst is not None
     values: dict[str, float | int | None] = {"rank": worst, "throughput": rate, "others_throughput": others}
-    return Straggler(worst, input_bound, Finding(kind=FindingKind.STRAGGLER, sentence=line, values=values))
+    finding = Finding(kind=FindingKind.STRAGGLER, sentence=line, values=values)
+    return Straggler(worst, input_bound, finding, f"(rank {worst} is the slowest)")
 
 
 def seen_from(run: RunResult, rank: int) -> RunResult:
@@ -114,15 +196,53 @@ def real_job(runs: Sequence[RunResult]) -> RunResult | None:
     return next((r for r in runs if r.spec.mode is Mode.REAL and r.ranks), None)
 
 
-def naming(verdict: Verdict, lagging: Straggler) -> Verdict:
-    """The verdict with the straggler named: in the headline when its own input pipeline holds the
-    job back, and first in the evidence."""
+def counterfactual(lagging: Straggler) -> ModeSpec | None:
+    """The run that measures what freeing the straggler's input pipeline gives the job: synthetic
+    inputs on its rank alone, the others real. None where its step, not its input, is the cause:
+    fastload cannot make one rank's step faster from outside."""
+    return ModeSpec(mode=Mode.SYNTHETIC, ranks=(lagging.rank,)) if lagging.input_bound else None
+
+
+def freed(
+    lagging: Straggler, real: RunSummary | None, one_rank: Sequence[tuple[RunResult, RunSummary]], noise: float
+) -> Finding | None:
+    """What the job gained in the run with the straggler's input pipeline free (``counterfactual``),
+    against the real run, or None where that run was not made or measured nothing."""
+    run = next((s for r, s in one_rank if r.spec == counterfactual(lagging) and r.status is RunStatus.OK), None)
+    base = real.throughput_samples_per_s if real is not None else None
+    if run is None or not base or not run.throughput_samples_per_s:
+        return None
+    gain = run.throughput_samples_per_s / base
+    beyond = gain > 1 + noise
+    line = (
+        f"With rank {lagging.rank}'s input pipeline free (synthetic inputs on rank {lagging.rank} alone, "
+        f"the other ranks real), the job ran {gain:.2f}x as fast ({num(base)} -> "
+        f"{num(run.throughput_samples_per_s)} samples/s, noise ±{100 * noise:.0f}%): "
+        + (
+            f"that is what making rank {lagging.rank}'s loading keep up with the others' gives the job."
+            if beyond
+            else "freeing it alone gives the job nothing measurable."
+        )
+    )
+    values: dict[str, float | int | None] = {
+        "rank": lagging.rank,
+        "job_gain": gain,
+        "noise": noise,
+        "throughput": run.throughput_samples_per_s,
+    }
+    return Finding(kind=FindingKind.STRAGGLER_FREED, sentence=line, values=values)
+
+
+def naming(verdict: Verdict, lagging: Straggler, gain: Finding | None = None) -> Verdict:
+    """The verdict with the straggler named: in the headline, and first in the evidence with what
+    freeing it gave the job, when that was measured."""
+    found = (lagging.finding, *((gain,) if gain is not None else ()))
     return replace(
         verdict,
         label=f"{verdict.label} {lagging.where}",
         slowest_rank=lagging.rank,
-        evidence=(lagging.finding.sentence, *verdict.evidence),
-        findings=(lagging.finding, *verdict.findings),
+        evidence=(*(f.sentence for f in found), *verdict.evidence),
+        findings=(*found, *verdict.findings),
     )
 
 

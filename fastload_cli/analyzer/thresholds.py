@@ -193,6 +193,11 @@ IN_MEMORY_DATASETS = frozenset({"TensorDataset", "StackDataset"})
 # and is at least STRAGGLER_WAIT_RATIO times it.
 STRAGGLER_WAIT_GAP = 0.15
 STRAGGLER_WAIT_RATIO = 2.0
+# A rank whose own step is slow: the others finish theirs first and wait for it, blocked in the
+# all-reduce. It is the straggler when the loop's busy time per step (on a CPU or runnable, outside
+# the data wait) is at least STRAGGLER_STEP_RATIO times the other ranks' median and beyond their
+# spread (above every other rank's 90th percentile).
+STRAGGLER_STEP_RATIO = 1.3
 # Ranks that never meet (no process group) each run at their own pace: the slowest is a straggler
 # when the others' median throughput exceeds its own by this much (or the runs' spread, if larger).
 STRAGGLER_THROUGHPUT_GAP = 0.10

@@ -56,6 +56,10 @@ class BatchRecord:
     thread_cpu_ns: int | None  # CPU time of the waiting thread during the wait
     thread_runq_ns: int | None  # time that thread was runnable but not running
     synthetic: bool = False
+    # The same thread between its previous batch and this wait: the step. What is left of the
+    # step's wall time was the thread blocked (on the CPU backend: in the collectives).
+    step_cpu_ns: int | None = None
+    step_runq_ns: int | None = None
 
     @property
     def wait_ns(self) -> int:

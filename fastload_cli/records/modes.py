@@ -114,16 +114,22 @@ class ModeSpec:
     prefetch_factor: int | None = None  # workers=N only: also override prefetch_factor
     pin_memory: bool | None = None  # workers=N only: also override pin_memory
     fixes: tuple[str, ...] = ()  # fix only: the fixes applied together, as FixSpec texts
+    # A data-parallel job: the mode applies on these ranks alone, the others run the script as it is
+    # (what freeing one rank's input pipeline would give the job). Empty: every rank.
+    ranks: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
         """The report's ``mode``: ``real``, ``synthetic``, ``no-aug``, ``cached``, ``workers=N``
-        or ``fix:NAME`` (several fixes applied together: their names joined by ``+``)."""
+        or ``fix:NAME`` (several fixes applied together: their names joined by ``+``); applied on
+        some ranks alone, ``@rank`` and their numbers follow (``synthetic@rank1``)."""
         if self.mode is Mode.WORKERS:
-            return f"workers={self.workers}"
-        if self.mode is Mode.FIX:
-            return "fix:" + "+".join(self.fixes)
-        return self.mode.value
+            base = f"workers={self.workers}"
+        elif self.mode is Mode.FIX:
+            base = "fix:" + "+".join(self.fixes)
+        else:
+            base = self.mode.value
+        return f"{base}@rank{'+'.join(map(str, self.ranks))}" if self.ranks else base
 
     @property
     def fix_specs(self) -> tuple[FixSpec, ...]:
@@ -174,6 +180,13 @@ class ChildSpec:
     phase_batches: int = 0  # split: batches each pipeline takes in turn (after the warm-up)
     turns: tuple[tuple[int, int], ...] = ()  # in-process: (num_workers, batches) in turn, from the first batch
 
+    def on_rank(self, rank: int | None) -> ChildSpec:
+        """What this rank runs: the mode, or the script as it is where the mode applies on other
+        ranks alone."""
+        if not self.mode.ranks or rank in self.mode.ranks:
+            return self
+        return ChildSpec(warmup=self.warmup)
+
     def to_json(self) -> str:
         raw = asdict(self)
         raw["mode"]["mode"] = self.mode.mode.value
@@ -184,7 +197,14 @@ class ChildSpec:
         raw = json.loads(text)
         mode = raw.pop("mode")
         return cls(
-            mode=ModeSpec(**{**mode, "mode": Mode(mode["mode"]), "fixes": tuple(mode.get("fixes", ()))}),
+            mode=ModeSpec(
+                **{
+                    **mode,
+                    "mode": Mode(mode["mode"]),
+                    "fixes": tuple(mode.get("fixes", ())),
+                    "ranks": tuple(int(r) for r in mode.get("ranks", ())),
+                }
+            ),
             keep_transforms=tuple(raw.pop("keep_transforms")),
             drop_transforms=tuple(raw.pop("drop_transforms")),
             turns=tuple((int(w), int(n)) for w, n in raw.pop("turns", ())),

@@ -65,11 +65,20 @@ class RunSummary:
     # Share of the samples of the loading processes (the workers, or the main process without
     # them) that found them blocked in the kernel on storage: the time reads cost them.
     loader_blocked_fraction: float | None = None
+    # The loop's thread over its steps outside the data wait: on a CPU or runnable (median and 90th
+    # percentile, per step), and the share it spent blocked: on the CPU backend, in the collectives
+    # waiting for the other ranks. None where a CUDA device is driven (the thread waits on it too).
+    step_busy_ms_p50: float | None = None
+    step_busy_ms_p90: float | None = None
+    step_blocked_fraction: float | None = None
     # A data-parallel job: the rank these figures are of (throughput_* and training_samples_per_s are
     # the job's, summed over its ranks), and every rank's own figures.
     rank: int | None = None
     local_rank: int | None = None
     ranks: tuple[RunSummary, ...] = ()
+    # The ranks the run's mode was applied on alone (the others ran the script as it is); empty
+    # when it applied on every rank, or in a run of one process.
+    ranks_changed: tuple[int, ...] = ()
 
 
 class FindingKind(enum.Enum):
@@ -101,6 +110,7 @@ class FindingKind(enum.Enum):
     GPU_IDLE = "gpu-idle"  # the device idles even with free inputs
     SWEEP = "sweep"  # what a num_workers sweep measured
     STRAGGLER = "straggler"  # a data-parallel job's rank that holds the others back, and why
+    STRAGGLER_FREED = "straggler-freed"  # what the job gained with the straggler's input pipeline free
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

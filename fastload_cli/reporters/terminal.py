@@ -80,29 +80,42 @@ def _modes(report: Report) -> list[RenderableType]:
             shown.append(_runs_table(modes[start : start + MODES_PER_TABLE]))
     jobs = [r for r in report.runs if r.ranks]
     slowest = report.verdict.slowest_rank  # as the real run names it
-    return shown + [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]
+    tables = [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]
+    return shown + tables + ([Padding(Text(RANKS_LEGEND, style="dim"), (0, 0, 0, 1))] if jobs else [])
+
+
+RANKS_LEGEND = (
+    "wait: for data · step: p50 · busy: the loop's own work per step (p50) · blocked: its share of the step "
+    "outside the data wait, waiting for the other ranks · loaders: their share of time on CPU"
+)
 
 
 def ranks_table(run: RunSummary, slowest: int | None) -> list[RenderableType]:
-    """A data-parallel job's run, rank by rank: the straggler marked."""
-    table = Table(expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD)
-    for name in ("rank", "local", "samples/s", "wait", "step p50", "outside wait", "loaders", "batches"):
+    """A data-parallel job's run, rank by rank, its step split into the loop's own work and the
+    wait for the other ranks; the straggler marked."""
+    table = Table(
+        expand=False, show_edge=False, pad_edge=False, collapse_padding=True, header_style="bold", box=box.SIMPLE_HEAD
+    )
+    nodes = any(r.rank != r.local_rank for r in run.ranks)  # the local rank tells nodes apart
+    for name in ("rank", *(("local",) if nodes else ()), "samples/s", "wait", "step", "busy", "blocked", "loaders"):
         table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("batches", justify="right", no_wrap=True)
     table.add_column("")
     for r in run.ranks:
         table.add_row(
             whole(r.rank),
-            whole(r.local_rank),
+            *((whole(r.local_rank),) if nodes else ()),
             num(r.throughput_samples_per_s),
             pct(r.data_wait_fraction),
             ms(r.step_ms_p50),
-            ms(r.compute_ms_p50),
+            ms(r.step_busy_ms_p50),
+            pct(r.step_blocked_fraction),
             pct(r.loader_busy_fraction),
             str(r.batches),
             Text("slowest", style="bold red") if r.rank == slowest and slowest is not None else "",
         )
     total = num(run.throughput_samples_per_s, " samples/s")
-    heading = f" {run.mode}, rank by rank (the job: {total}, summed over ranks; loaders: their share of time on CPU)"
+    heading = f" {run.mode}, rank by rank (the job: {total}, summed over ranks)"
     return [Text(""), Text(heading, style="bold"), table]
 
 

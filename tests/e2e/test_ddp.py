@@ -1,6 +1,7 @@
 """Data-parallel jobs on CPU: 2 ranks on the gloo backend, launched through torch.distributed.run.
 A balanced job gets one process's verdict, a rank that reads slowly is named, a rank that raises
-or a Ctrl-C stops the whole job, and two node processes on one machine merge into the job's report.
+or a Ctrl-C stops the whole job, a rank whose step is slow is told from the ranks that wait for
+it, and two node processes on one machine merge into the job's report.
 No timing is asserted; every test leaves no process behind (the autouse fixture checks)."""
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def test_a_balanced_job_gets_the_verdict_one_process_gets() -> None:
         assert [(r["rank"], r["local_rank"]) for r in run["ranks"]] == [(0, 0), (1, 1)]
         assert all(r["batches"] > 0 for r in run["ranks"])
     assert job["verdict"]["slowest_rank"] is None
+    assert all(run["ranks_changed"] == [] for run in job["runs"])  # no rank to free alone
 
 
-def test_a_rank_whose_loader_reads_slowly_is_the_slowest_and_the_verdict_names_it() -> None:
+def test_a_rank_whose_loader_reads_slowly_is_the_slowest_and_freeing_it_alone_is_measured() -> None:
     job = report_of(run_fastload("diagnose", "--nproc-per-node", "2", DDP, "--modes", "real,synthetic", *QUICK,
                                  "--", "--slow-rank", "1", "--slow-ms", "8"))  # fmt: skip
     assert_verdict(job, "io")
@@ -50,6 +52,23 @@ def test_a_rank_whose_loader_reads_slowly_is_the_slowest_and_the_verdict_names_i
     assert job["verdict"]["label"].endswith("on rank 1")
     waits = {r["rank"]: r["data_wait_fraction"] for r in job["runs"][0]["ranks"]}
     assert waits[1] > waits[0]
+    freed = next(run for run in job["runs"] if run["ranks_changed"])
+    assert freed["mode"] == "synthetic@rank1" and freed["ranks_changed"] == [1] and freed["status"] == "ok"
+    finding = next(f for f in job["verdict"]["findings"] if f["kind"] == "straggler-freed")
+    assert finding["values"]["job_gain"] > 1 + finding["values"]["noise"], finding["sentence"]
+    assert job["recommendations"][0]["id"] == "straggler-input"
+
+
+def test_a_rank_whose_step_is_slow_is_named_with_its_step_split_from_the_wait_for_it() -> None:
+    job = report_of(run_fastload("diagnose", "--nproc-per-node", "2", DDP, "--modes", "real,synthetic", *QUICK,
+                                 "--", "--compute-rank", "1", "--compute-x", "3", "--width", "1024"))  # fmt: skip
+    assert_verdict(job, "compute")
+    assert job["verdict"]["slowest_rank"] == 1
+    split = {r["rank"]: r for r in job["runs"][0]["ranks"]}
+    assert split[1]["step_busy_ms_p50"] > split[0]["step_busy_ms_p50"]
+    assert split[0]["step_blocked_fraction"] > split[1]["step_blocked_fraction"]  # rank 0 waits for rank 1
+    assert "rank 1's step takes" in job["verdict"]["label"]
+    assert all(run["ranks_changed"] == [] for run in job["runs"])  # no run frees a rank's step
 
 
 def test_a_rank_that_raises_stops_the_job_and_its_traceback_is_kept() -> None:
@@ -126,3 +145,4 @@ def test_two_nodes_write_their_reports_and_merge_names_the_slowest_rank_of_the_j
     assert [x["rank"] for x in merged["runs"][0]["ranks"]] == [0, 1]
     assert merged["verdict"]["slowest_rank"] == 1
     assert_verdict(merged, "io")
+

@@ -3,13 +3,16 @@ the gloo backend, a DistributedSampler, one DataLoader per rank. Run in one proc
 in the environment) it trains alone, as the PyTorch examples do.
 
     torchrun --nproc-per-node 2 ddp_train.py [--load-ms 2] [--slow-rank 1 --slow-ms 5]
+    torchrun --nproc-per-node 2 ddp_train.py --compute-rank 1 --compute-x 3
 
 Planted, by flag: storage latency on every rank, or one rank whose samples take longer to read
-(latency on that rank alone), a rank that raises or is killed after some steps, ranks that never
+(latency on that rank alone), one rank whose step does several times the others' compute (as a
+slower or throttled GPU would), a rank that raises or is killed after some steps, ranks that never
 form a process group, and a script that needs the launcher's environment.
 """
 
 import argparse
+import copy
 import os
 import signal
 import time
@@ -26,6 +29,8 @@ parser.add_argument("--width", type=int, default=512, help="hidden width: the st
 parser.add_argument("--load-ms", type=float, default=0.0, help="each sample takes this long to read, on every rank")
 parser.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples take --slow-ms longer to read")
 parser.add_argument("--slow-ms", type=float, default=0.0)
+parser.add_argument("--compute-rank", type=int, default=-1, help="this rank's step does --compute-x times the compute")
+parser.add_argument("--compute-x", type=int, default=3)
 parser.add_argument("--fail-rank", type=int, default=-1, help="this rank raises at step --fail-at")
 parser.add_argument("--fail-at", type=int, default=30)
 parser.add_argument("--kill-rank", type=int, default=-1, help="this rank kills itself (SIGKILL) at step --fail-at")
@@ -63,6 +68,7 @@ def main() -> None:
     loader = DataLoader(dataset, batch_size=32, sampler=sampler, shuffle=sampler is None, num_workers=args.workers)
     model = nn.Sequential(nn.Linear(256, args.width), nn.ReLU(), nn.Linear(args.width, args.width), nn.ReLU(),
                           nn.Linear(args.width, 10))  # fmt: skip
+    slower = [copy.deepcopy(model) for _ in range(args.compute_x - 1)] if rank == args.compute_rank else []
     if grouped:
         model = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -75,6 +81,8 @@ def main() -> None:
                 raise RuntimeError(f"rank {rank} failed at step {step}")
             if rank == args.kill_rank and step == args.fail_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+            for twin in slower:  # the same forward and backward again: this rank's device is slower
+                nn.functional.cross_entropy(twin(x), y).backward()
             loss = nn.functional.cross_entropy(model(x), y)
             optimizer.zero_grad()
             loss.backward()

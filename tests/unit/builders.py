@@ -36,8 +36,11 @@ def batches(
     iterator_id: int = 1,
     start_ns: int = 0,
     thread_cpu_fraction: float | None = None,
+    step_busy_fraction: float | None = None,
 ) -> list[BatchRecord]:
-    """Batches of one epoch: each step computes, then waits for the next batch."""
+    """Batches of one epoch: each step computes, then waits for the next batch. With
+    ``step_busy_fraction``, the loop's thread is on a CPU for that share of each step's compute
+    and blocked for the rest."""
     computes = [computes_ms] * len(waits_ms) if isinstance(computes_ms, (int, float)) else list(computes_ms)
     out, t = [], start_ns
     for index, (wait, compute) in enumerate(zip(waits_ms, computes, strict=True)):
@@ -55,6 +58,8 @@ def batches(
                 nbytes=samples * 1000,
                 thread_cpu_ns=cpu,
                 thread_runq_ns=0 if cpu is not None else None,
+                step_cpu_ns=None if step_busy_fraction is None or not index else int(compute * MS * step_busy_fraction),
+                step_runq_ns=None if step_busy_fraction is None or not index else 0,
             )
         )
         t = end

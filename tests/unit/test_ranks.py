@@ -8,21 +8,24 @@ import json
 
 import pytest
 
-from fastload_cli.analyzer import analyze, ranks
+from fastload_cli.analyzer import analyze, next_runs, ranks
 from fastload_cli.analyzer.merge import MergeError, merge
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.cli.launcher import LaunchOptions
 from fastload_cli.config import Launcher
 from fastload_cli.errors import UsageError
-from fastload_cli.records import Bottleneck, Command, ProcRole, RunResult
+from fastload_cli.records import Bottleneck, ChildSpec, Command, FindingKind, Mode, ModeSpec, ProcRole, RunResult
 from fastload_cli.reporters import json_report
 from fastload_cli.runner.job import ROOT_CAUSE, as_rank
 from tests.unit import builders as b
 
 
-def rank_run(mode: str, rank: int, wait_ms: float, compute_ms: float, *, grouped: bool = True) -> RunResult:
-    """One rank's run: 40 steps of ``compute_ms`` outside the wait, each waiting ``wait_ms`` for data."""
-    batch_list = b.batches([wait_ms] * 40, compute_ms)
+def rank_run(
+    mode: str, rank: int, wait_ms: float, compute_ms: float, *, grouped: bool = True, busy: float | None = None
+) -> RunResult:
+    """One rank's run: 40 steps of ``compute_ms`` outside the wait, each waiting ``wait_ms`` for data;
+    ``busy``: the share of each step's compute its loop is on a CPU (blocked for the rest)."""
+    batch_list = b.batches([wait_ms] * 40, compute_ms, step_busy_fraction=busy)
     busy = 0.05  # the loaders sleep: latency
     samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(busy,), system_busy=0.1)
     run = b.run(mode, batch_list, samples=samples)
@@ -32,11 +35,6 @@ def rank_run(mode: str, rank: int, wait_ms: float, compute_ms: float, *, grouped
 
 def job(*members: RunResult) -> RunResult:
     return dataclasses.replace(members[0], ranks=members)
-
-
-def straggling(mode: str = "real") -> RunResult:
-    """Rank 1 reads slowly (waits 45 ms of a 50 ms step); rank 0 waits for it inside its step."""
-    return job(rank_run(mode, 0, 1.0, 49.0), rank_run(mode, 1, 45.0, 5.0))
 
 
 def balanced(mode: str = "real", wait_ms: float = 45.0) -> RunResult:
@@ -72,6 +70,104 @@ def test_the_rank_that_waits_for_its_data_is_the_straggler_not_the_ranks_that_wa
 def test_a_balanced_job_has_no_straggler() -> None:
     assert ranks.straggler(summarize(balanced()).ranks, grouped=True) is None
     assert ranks.straggler(summarize(rank_run("real", 0, 1.0, 10.0)).ranks, grouped=True) is None  # one process
+
+
+def busy_step(mode: str = "real", ratio: float = 3.0) -> RunResult:
+    """Rank 1's step keeps its loop busy ``ratio`` times as long as rank 0's: rank 0 spends the
+    difference blocked in the all-reduce. Neither waits for data."""
+    return job(rank_run(mode, 0, 1.0, 49.0, busy=0.3), rank_run(mode, 1, 1.0, 49.0, busy=0.3 * ratio))
+
+
+def test_the_rank_whose_step_keeps_its_loop_busy_longest_is_the_straggler() -> None:
+    s = summarize(busy_step())
+    assert s.ranks[0].step_blocked_fraction == pytest.approx(0.7, abs=0.01)
+    assert s.ranks[1].step_busy_ms_p50 == pytest.approx(3 * (s.ranks[0].step_busy_ms_p50 or 0), rel=0.01)
+    found = ranks.straggler(s.ranks, grouped=True)
+    assert found is not None and found.rank == 1 and not found.input_bound
+    assert found.finding.sentence.startswith("Rank 1's step takes 3.0x rank 0's")
+    assert found.where == "· rank 1's step takes 3.0x rank 0's"
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.2])
+def test_ranks_whose_steps_differ_within_the_threshold_name_no_straggler(ratio: float) -> None:
+    assert ranks.straggler(summarize(busy_step(ratio=ratio)).ranks, grouped=True) is None
+
+
+def test_a_step_beyond_the_ratio_but_inside_the_others_spread_names_no_straggler() -> None:
+    rank0 = rank_run("real", 0, 1.0, 49.0, busy=0.3)
+    steps = list(rank0.batches)  # every fourth step of rank 0 is as busy as rank 1's
+    steps[::4] = [dataclasses.replace(x, step_cpu_ns=int(49 * b.MS * 0.6)) if x.index else x for x in steps[::4]]
+    spread = job(dataclasses.replace(rank0, batches=tuple(steps)), rank_run("real", 1, 1.0, 49.0, busy=0.45))
+    s = summarize(spread)
+    assert (s.ranks[1].step_busy_ms_p50 or 0) >= 1.3 * (s.ranks[0].step_busy_ms_p50 or 0)
+    assert ranks.straggler(s.ranks, grouped=True) is None
+
+
+def test_the_split_is_not_said_where_the_loop_drives_a_cuda_device() -> None:
+    on_gpu = [dataclasses.replace(r, env=dataclasses.replace(r.env, cuda_in_use=True)) for r in busy_step().ranks]
+    s = summarize(job(*on_gpu))
+    assert s.ranks[0].step_blocked_fraction is None and s.ranks[0].step_busy_ms_p50 is None
+    assert ranks.straggler(s.ranks, grouped=True) is None
+
+
+def test_a_compute_straggler_is_named_in_the_verdict_with_the_gain_of_balancing_it() -> None:
+    analysis = analyze([busy_step(), busy_step("synthetic")])
+    v = analysis.verdict
+    assert v.bottleneck is Bottleneck.COMPUTE and v.slowest_rank == 1
+    assert v.label.endswith("· rank 1's step takes 3.0x rank 0's")
+    advice = next(r for r in analysis.recommendations if r.id == "straggler-step")
+    assert not advice.measured and advice.title == "Find why rank 1's step is slower than the other ranks'"
+    # rank 1's step is 50 ms, busy 44.1 ms of it against rank 0's 14.7 ms: 50 / (50 - 29.4)
+    assert advice.expected_speedup == pytest.approx(2.43, abs=0.01)
+    assert next_runs.freeing_the_straggler(analysis, [busy_step()]) is None  # no run frees a step
+
+
+def test_freeing_an_input_straggler_is_measured_once_and_never_on_a_balanced_job() -> None:
+    analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5)])
+    spec = next_runs.freeing_the_straggler(analysis, [straggling()])
+    assert spec == ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,)) and spec.label == "synthetic@rank1"
+    assert next_runs.freeing_the_straggler(analysis, [straggling(), straggling(spec=spec)]) is None
+    assert next_runs.freeing_the_straggler(analyze([balanced(), balanced("synthetic", wait_ms=0.5)]), []) is None
+
+
+def straggling(mode: str = "real", spec: ModeSpec | None = None) -> RunResult:
+    """Rank 1 reads slowly (waits 45 ms of a 50 ms step); rank 0 waits for it inside its step."""
+    run = job(rank_run(mode, 0, 1.0, 49.0), rank_run(mode, 1, 45.0, 5.0))
+    return dataclasses.replace(run, spec=spec) if spec is not None else run
+
+
+def freed_run(wait_ms: float) -> RunResult:
+    """The job with rank 1's input free: both ranks' steps at ``wait_ms`` + 5 ms."""
+    spec = ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,))
+    run = job(rank_run("real", 0, wait_ms, 5.0), rank_run("synthetic", 1, 0.0, 5.0 + wait_ms))
+    return dataclasses.replace(run, spec=spec, ranks=tuple(dataclasses.replace(r, spec=spec) for r in run.ranks))
+
+
+def test_what_freeing_the_straggler_gave_the_job_is_evidence_and_measured_advice() -> None:
+    analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5), freed_run(1.0)])
+    v = analysis.verdict
+    assert v.evidence[1].startswith("With rank 1's input pipeline free (synthetic inputs on rank 1 alone")
+    gain = v.of(FindingKind.STRAGGLER_FREED)[0].values["job_gain"]
+    assert gain == pytest.approx(50 / 6, rel=0.05)
+    advice = analysis.recommendations[0]
+    assert advice.id == "straggler-input" and advice.measured and advice.expected_speedup == pytest.approx(gain, 0.01)
+    assert [s.ranks_changed for s in analysis.summaries] == [(), (), (1,)]
+    assert analysis.facts.synthetic is not None and analysis.facts.synthetic.mode == "synthetic"
+
+
+def test_freeing_the_straggler_for_no_gain_is_said_and_advises_nothing() -> None:
+    analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5), freed_run(45.0)])
+    assert "gives the job nothing measurable" in analysis.verdict.evidence[1]
+    assert all(r.id != "straggler-input" for r in analysis.recommendations)
+
+
+def test_a_mode_on_some_ranks_alone_runs_the_script_as_it_is_on_the_others() -> None:
+    spec = ChildSpec(mode=ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,)), warmup=3)
+    assert ChildSpec.from_json(spec.to_json()) == spec
+    assert spec.on_rank(1) is spec
+    assert spec.on_rank(0) == ChildSpec(warmup=3) and spec.on_rank(None).mode.mode is Mode.REAL
+    everywhere = ChildSpec(mode=ModeSpec(mode=Mode.SYNTHETIC))
+    assert everywhere.on_rank(0) is everywhere
 
 
 def test_independent_copies_are_ranked_by_their_own_pace() -> None:
@@ -159,6 +255,19 @@ def test_merge_puts_every_rank_in_one_job_and_names_the_slowest_across_nodes() -
     assert merged["verdict"]["slowest_rank"] == 1
     assert merged["verdict"]["label"] == "IO-bound input pipeline (storage or latency) on rank 1"  # rank 1's node
     assert merged["environment"]["world_size"] == 2
+
+
+def test_merge_names_a_rank_whose_step_is_slow_across_nodes_once() -> None:
+    def busy(doc: dict, p50: float) -> dict:
+        figures = {**doc["runs"][0]["ranks"][0], "step_busy_ms_p50": p50, "step_busy_ms_p90": p50 * 1.1,
+                   "step_blocked_fraction": 0.1}  # fmt: skip
+        return {**doc, "runs": [{**run, "ranks": [figures]} for run in doc["runs"]]}
+
+    named = "Compute-bound: the training step is the limit · rank 1's step takes 9.0x rank 0's"  # a stale name
+    merged = merge([busy(node(0, 0.01), 7.0), busy(node(1, 0.01, named), 17.0)], ["n0.json", "n1.json"])
+    assert merged["verdict"]["slowest_rank"] == 1
+    assert merged["verdict"]["label"] == named.replace("9.0x", "2.4x")  # rank 1's node's verdict, named once
+    assert merged["verdict"]["evidence"][0].startswith("Rank 1's step takes 2.4x rank 0's")
 
 
 def test_merge_of_a_balanced_job_names_no_rank() -> None:

@@ -90,7 +90,8 @@ def loaders_compete(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) 
     """The real run's workers kept up (on a CPU less than ``LOADER_BUSY`` of the time) while the
     cores were full or the step ran slower beside them than with free inputs: loading costs the
     step CPU, and fewer workers, down to loading in the main process, may train faster."""
-    found = {r.spec.mode: s for r, s in zip(runs, summaries, strict=True) if r.spec.variant is None}
+    everywhere = [(r, s) for r, s in zip(runs, summaries, strict=True) if not r.spec.ranks]
+    found = {r.spec.mode: s for r, s in everywhere if r.spec.variant is None}
     real = found.get(Mode.REAL)
     if real is None or not real.num_workers:
         return False
@@ -145,7 +146,9 @@ def prediction(
         if r.spec.mode in (Mode.REAL, Mode.WORKERS) and r.spec.variant is None and s.throughput_samples_per_s
     ]
     own = next((s for r, s in measured if s.num_workers == current), None)
-    synthetic = next((s for r, s in zip(runs, summaries, strict=True) if r.spec.mode is Mode.SYNTHETIC), None)
+    synthetic = next(
+        (s for r, s in zip(runs, summaries, strict=True) if r.spec.mode is Mode.SYNTHETIC and not r.spec.ranks), None
+    )
     run = next((r for r, _ in measured), None)
     cores = run.cpu_count // max(1, len(run.ranks)) if run is not None and run.cpu_count else None
     # Predicted past --max-workers too: where returns would end beyond it, the report says so.

@@ -84,6 +84,18 @@ class ThreadClock:
     def read(self) -> tuple[int, int | None]:
         return time.thread_time_ns(), self._runq() if self.schedstat else None
 
+    def mark(self, cpu: int, runq: int | None) -> None:
+        """Remember a reading taken as this thread got a batch: its step starts there."""
+        self._local.mark = (cpu, runq)
+
+    def since_last(self, cpu: int, runq: int | None) -> tuple[int | None, int | None]:
+        """On-CPU and run-queue time of this thread since its last ``mark``: the step between its
+        previous batch and this one (None before its first batch)."""
+        last = getattr(self._local, "mark", None)
+        if last is None:
+            return None, None
+        return cpu - last[0], _delta(last[1], runq)
+
 
 @dataclass
 class Hooks:
@@ -260,6 +272,7 @@ class Hooks:
             return produce(iterator)
         cpu0, runq0 = self.clock.read()
         start = time.monotonic_ns()
+        since = self.clock.since_last(cpu0, runq0)
         try:
             batch = produce(iterator)
         except StopIteration:  # the epoch's end: its last step and the workers' shutdown are behind
@@ -272,11 +285,18 @@ class Hooks:
             raise
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
-        self._delivered(epoch, batch, start, end, cpu1 - cpu0, _delta(runq0, runq1), synthetic)
+        self.clock.mark(cpu1, runq1)
+        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, _delta(runq0, runq1)), since, synthetic)
         return batch
 
     def _delivered(
-        self, epoch: EpochState, batch: Any, start: int, end: int, cpu: int, runq: int | None, synthetic: bool
+        self,
+        epoch: EpochState,
+        batch: Any,
+        wait: tuple[int, int],
+        waiting: tuple[int, int | None],
+        stepping: tuple[int | None, int | None],
+        synthetic: bool,
     ) -> None:
         loader = epoch.loader
         try:
@@ -288,12 +308,14 @@ class Hooks:
             loader_id=loader.loader_id,
             iterator_id=epoch.iterator_id,
             index=epoch.index,
-            wait_start_ns=start,
-            wait_end_ns=end,
+            wait_start_ns=wait[0],
+            wait_end_ns=wait[1],
             samples=samples,
             nbytes=nbytes,
-            thread_cpu_ns=cpu,
-            thread_runq_ns=runq,
+            thread_cpu_ns=waiting[0],
+            thread_runq_ns=waiting[1],
+            step_cpu_ns=stepping[0],
+            step_runq_ns=stepping[1],
             synthetic=synthetic,
         )
         if loader.batches == 0:

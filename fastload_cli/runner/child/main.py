@@ -140,7 +140,7 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
 
 
 def main() -> NoReturn:
-    spec = ChildSpec.from_json(sys.argv[1])
+    spec = ChildSpec.from_json(sys.argv[1]).on_rank(_rank().get("rank"))
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
     die_with_parent()  # before anything that could wait on fastload
     channel = Channel(_channel_fd(), on_broken=_stop_soon)
