@@ -326,7 +326,7 @@ def prepare(
     the gates, the script and the measurement's settings, the data-parallel job."""
     out = replace(out, paths=outputs_of(given), gates=make_gates(script, gates))
     base = make_config(script, script_args, measure, transforms)
-    return out, with_launcher(base, launch, command.value, out)
+    return with_launcher(base, launch, command.value, out)
 
 
 def outputs_of(given: Outputs) -> dict[str, str]:

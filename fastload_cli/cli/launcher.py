@@ -5,6 +5,7 @@ that runs a script. A user turns ``torchrun --nproc-per-node 2 train.py --lr 0.1
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any
 
@@ -12,6 +13,7 @@ import typer
 
 from fastload_cli.cli.groups import group
 from fastload_cli.cli.run import Output, note
+from fastload_cli.cli.slurm import SlurmJob, node_path, slurm_job
 from fastload_cli.config import Launcher, RunConfig
 from fastload_cli.errors import UsageError
 
@@ -71,11 +73,43 @@ class LaunchOptions:
         return Launcher(**{**given, "nnodes": nnodes, "max_restarts": self.max_restarts or 0})
 
 
-def with_launcher(base: RunConfig, launch: LaunchOptions, command: str, out: Output) -> RunConfig:
-    """``base`` run as a data-parallel job when asked; a note when the node's cores look too few."""
+RENDEZVOUS = ("nnodes", "node_rank", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "master_port")
+
+
+def from_slurm(launch: LaunchOptions, env: Mapping[str, str]) -> tuple[LaunchOptions, SlurmJob | None]:
+    """The options with the job's nodes and rendezvous taken from SLURM's environment, where a
+    job runs on several nodes under srun and the user named no rendezvous; as given otherwise."""
+    if launch.nproc_per_node is None or any(getattr(launch, name) is not None for name in RENDEZVOUS):
+        return launch, None
+    job = slurm_job(env)
+    if job is None or job.nnodes < 2:
+        return launch, None
+    filled = replace(
+        launch,
+        nnodes=str(job.nnodes),
+        node_rank=job.node_rank,
+        master_addr=job.master_addr,
+        master_port=job.master_port,
+    )
+    return filled, job
+
+
+def with_launcher(base: RunConfig, launch: LaunchOptions, command: str, out: Output) -> tuple[Output, RunConfig]:
+    """``base`` run as a data-parallel job when asked, its rendezvous from SLURM's environment where
+    it names none, and each node's report paths its own; a note when the node's cores look too few."""
+    launch, slurm = from_slurm(launch, os.environ)
     launcher = launch.launcher(command)
     if launcher is None:
-        return base
+        return out, base
+    if slurm is not None:
+        note(
+            out,
+            f"SLURM: node {slurm.node_rank} of {slurm.nnodes}, meeting at {slurm.master_addr}:{slurm.master_port} "
+            f"({slurm.where}).",
+        )
+    if launcher.multi_node and launcher.node_rank is not None:
+        paths = {k: node_path(v, launcher.node_rank, suffix=slurm is not None) for k, v in out.paths.items()}
+        out = replace(out, paths=paths)
     from fastload_cli.samplers.host import cpu_count
 
     cores = cpu_count()
@@ -85,7 +119,7 @@ def with_launcher(base: RunConfig, launch: LaunchOptions, command: str, out: Out
             f"--nproc-per-node {launcher.nproc_per_node} is more ranks than this node's {cores} cores: "
             "they will compete for the CPU, and the figures will show it.",
         )
-    return replace(base, launcher=launcher)
+    return out, replace(base, launcher=launcher)
 
 
 def fixed_plan(base: RunConfig, out: Output) -> bool:

@@ -1,12 +1,14 @@
 """Data-parallel jobs on CPU: 2 ranks on the gloo backend, launched through torch.distributed.run.
 A balanced job gets one process's verdict, a rank that reads slowly is named, a rank that raises
 or a Ctrl-C stops the whole job, a rank whose step is slow is told from the ranks that wait for
-it, and two node processes on one machine merge into the job's report.
+it, and two node processes on one machine (by hand, or as srun starts them under SLURM) merge into
+the job's report.
 No timing is asserted; every test leaves no process behind (the autouse fixture checks)."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -146,3 +148,39 @@ def test_two_nodes_write_their_reports_and_merge_names_the_slowest_rank_of_the_j
     assert merged["verdict"]["slowest_rank"] == 1
     assert_verdict(merged, "io")
 
+
+def test_srun_on_two_nodes_takes_the_rendezvous_from_slurm_and_the_merge_names_the_slowest_rank(
+    tmp_path: Path,
+) -> None:
+    """Two nodes of a SLURM job step, as srun starts fastload on each: the same command line, and
+    SLURM's environment (simulated here, with the first node on 127.0.0.1) saying which node is which."""
+    port = str(free_port())
+    command = [sys.executable, "-m", "fastload_cli", "diagnose", "--nproc-per-node", "1", DDP, "--modes",
+               "real,synthetic", "--max-batches", "15", "--warmup", "3", "--json", str(tmp_path / "report.json"),
+               "--", "--slow-rank", "1", "--slow-ms", "8"]  # fmt: skip
+    slurm = {"SLURM_JOB_ID": "4242", "SLURM_NNODES": "2", "SLURM_STEP_NODELIST": "127.0.0.1,127.0.0.2",
+             "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "MASTER_PORT": port}  # fmt: skip
+    nodes = [
+        subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**os.environ, **slurm, "SLURM_NODEID": str(node)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for node in (0, 1)
+    ]
+    try:
+        errors = [proc.communicate(timeout=300)[1] for proc in nodes]
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+    assert [proc.returncode for proc in nodes] == [0, 0], errors[0][-2000:] + errors[1][-2000:]
+    assert "SLURM: node 1 of 2, meeting at 127.0.0.1:" + port in errors[1]
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["report.node0.json", "report.node1.json"]
+    merged = report_of(run_fastload("merge", *(str(tmp_path / name) for name in written), "--json", "-"))
+    assert [x["rank"] for x in merged["runs"][0]["ranks"]] == [0, 1]
+    assert merged["verdict"]["slowest_rank"] == 1
