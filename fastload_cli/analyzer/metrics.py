@@ -364,6 +364,7 @@ def _summarize(run: RunResult) -> RunSummary:
         stop_reason=run.stop_reason.value,
         foreign_cpu_fraction=foreign_cpu_fraction(system, tree_delta(run.host_samples, window, lambda p: p.cpu_s)),
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
+        event_bytes_per_s=_per_s(run.channel_bytes, (run.ended_ns - run.started_ns) / NS),
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
         variant=run.spec.variant,
         loader_kernel_fraction=loader_kernel_fraction(run, window),

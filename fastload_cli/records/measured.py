@@ -296,6 +296,7 @@ class RunResult:
     gpu_unavailable: str | None = None  # why there are no GPU samples
     schedstat: bool = False  # the child could read its thread's run-queue time
     profiler_cpu_s: float | None = None  # fastload's own CPU time (all its threads) during the run
+    channel_bytes: int | None = None  # the events this process sent fastload, in bytes
     stuck_at: tuple[str, ...] = ()  # timed out: the main thread's frames, most recent first ("file:line in f")
     oom_kills: int | None = None  # processes the kernel's OOM killer killed during the run (None: unreadable)
     # A data-parallel job: this view's rank (global, local, world size), and every rank of this node.

@@ -53,6 +53,7 @@ class RunSummary:
     stop_reason: str | None = None
     foreign_cpu_fraction: float | None = None  # machine CPU used by processes outside the run
     profiler_cpu_percent: float | None = None  # fastload's own CPU over the run, % of one core
+    event_bytes_per_s: float | None = None  # what the process streamed to fastload over the run
     # Half the range of throughput across consecutive blocks of the window, relative to the
     # throughput: how steady the run was (None when the window is too short to split).
     throughput_spread: float | None = None

@@ -47,11 +47,13 @@ class EventCollector:
     local_rank: int | None = None
     world_size: int | None = None
     malformed: int = 0
+    channel_bytes: int = 0  # what the process sent over its event channel (the parent's reading cost)
     _per_loader: Counter[int] = field(default_factory=Counter)
     _partial: bytes = b""
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """Parse complete lines from ``data`` (a chunk of the pipe); returns the new events."""
+        self.channel_bytes += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         events = []

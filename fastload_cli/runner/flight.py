@@ -320,6 +320,7 @@ class Flight:
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,
             profiler_cpu_s=time.process_time() - self.before.cpu_s,
+            channel_bytes=c.channel_bytes,
             memory_available_bytes=self.before.memory_available,
             stuck_at=self.stop.stuck_at,
             oom_kills=self._oom_kills(),
