@@ -3,6 +3,7 @@
 
     python scripts/bench_ddp.py [--rounds 3] [--steps 150]
     python scripts/bench_ddp.py --cost [--ranks 2,4,8] [--rounds 3] [--steps 150]
+    python scripts/bench_ddp.py --stragglers [--rounds 3] [--steps 150]
 
 1. Time to verdict: ``fastload diagnose`` with default settings on tests/scripts/ddp_train.py
    (storage latency of 3 ms per sample on every rank), in one process and with --nproc-per-node 2.
@@ -16,6 +17,12 @@ ddp_train.py with free inputs, its fastest batches, so the most events a second)
 over the run (its own threads: reading every rank's events, sampling the process tree) as % of one
 core, in total and per rank, its CPU per thousand batches, and the bytes each rank streams to it
 a second and per batch. The rank counts alternate round by round; medians are printed. Then
+With ``--stragglers``: the straggler advice followed. For each planted straggler (rank 1 reading 8 ms
+a sample slower; rank 1's step doing three times the compute), what fastload diagnose says fixing
+that rank alone gives the job (measured for the input straggler, estimated for the step), then
+plain ``torch.distributed.run`` jobs with the straggler and with it fixed (the flag removed),
+alternated round by round: the median of each round's ratio is what following the advice gives.
+
 ``fastload merge``'s cost for a job of ``--merge-nodes`` nodes of 8 ranks (node reports copied
 from the last 8-rank run, renumbered): the time to merge them and the merged report's size.
 """
@@ -26,7 +33,7 @@ import argparse
 import statistics
 import sys
 
-from benchlib import ROOT, fastload, median_range, plain, ratio_of_rounds, throughput
+from benchlib import ROOT, alternated, fastload, median_range, plain, ratio_of_rounds, throughput
 
 sys.path.insert(0, str(ROOT))
 
@@ -123,6 +130,40 @@ def merge_cost(nodes: int, steps: int) -> None:
     print(f"merge of {nodes} nodes x 8 ranks: {took * 1000:.0f} ms, merged report {size / 1e6:.1f} MB")
 
 
+STRAGGLERS = {
+    "input": (("--slow-rank", "1", "--slow-ms", "8"), ()),
+    "step": (("--compute-rank", "1", "--compute-x", "3", "--width", "1024"), ("--width", "1024")),
+}
+
+
+def stragglers(rounds: int, steps: int) -> int:
+    for name, (planted, fixed) in STRAGGLERS.items():
+        job = ("--nproc-per-node", "2", str(SCRIPT), "--modes", "real,synthetic", "--max-batches", "20", "-q")
+        report = fastload("diagnose", *job, script_args=planted, check=True).report
+        assert report is not None
+        said = next((r for r in report["recommendations"] if r["id"].startswith("straggler-")), None)
+        arms = alternated(
+            {
+                "straggler": lambda planted=planted: plain_job_with(planted, steps),
+                "fixed": lambda fixed=fixed: plain_job_with(fixed, steps),
+            },
+            rounds,
+        )
+        ratio = ratio_of_rounds(arms["fixed"], arms["straggler"])
+        advice = f"{said['id']} up to {said['expected_speedup']}x" if said else "no straggler advice"
+        print(
+            f"{name} straggler: fastload says {advice} (slowest_rank {report['verdict']['slowest_rank']}); "
+            f"plain jobs {median_range(arms['straggler'], 0)} -> {median_range(arms['fixed'], 0)} samples/s, "
+            f"fixed / straggler {ratio:.2f}x (median of {rounds} rounds)"
+        )
+    return 0
+
+
+def plain_job_with(args: tuple[str, ...], steps: int) -> float:
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    return throughput(plain(*launcher, str(SCRIPT), "--steps", str(steps), *args))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -130,7 +171,10 @@ def main() -> int:
     parser.add_argument("--cost", action="store_true", help="the parent's cost per rank at --ranks")
     parser.add_argument("--ranks", default="2,4,8", help="rank counts for --cost, comma-separated")
     parser.add_argument("--merge-nodes", type=int, default=125, help="--cost: nodes of 8 ranks to merge")
+    parser.add_argument("--stragglers", action="store_true", help="the straggler advice followed in plain jobs")
     options = parser.parse_args()
+    if options.stragglers:
+        return stragglers(options.rounds, options.steps)
     if options.cost:
         return cost([int(n) for n in options.ranks.split(",")], options.rounds, options.steps, options.merge_nodes)
     verdicts: dict[int, list[float]] = {1: [], 2: []}
