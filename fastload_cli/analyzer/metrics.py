@@ -172,8 +172,12 @@ def _whole_epochs(
 
 def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
     """Steps after warm-up, from each epoch's batch ``first`` on and before its batch ``end``;
-    with ``first`` 0, batch 0's step starts at iter()."""
+    with ``first`` 0, batch 0's step starts at iter(). In a run that switched to replaying one
+    batch, not the first replay's step either: the switch shut the workers down inside it."""
     skip = run.warmup_batches if past_warmup(batches, run.warmup_batches) else 1
+    switched = next((i for i, b in enumerate(batches) if b.synthetic), None)
+    if switched is not None and past_warmup(batches, switched):
+        skip = max(skip, switched + 1)
     previous: dict[int, int] = {it.iterator_id: it.started_ns for it in run.iterators} if first == 0 else {}
     others = _other_waits(run, batches[0].loader_id) if batches else None
     steps = []
@@ -316,12 +320,28 @@ def peak_rss(samples: tuple[HostSample, ...]) -> int | None:
 def summarize(run: RunResult) -> RunSummary:
     """The run's figures; for a data-parallel job, those of the rank it is seen from with the job's
     throughput, and every rank's."""
-    own = _summarize(run)
     if not run.ranks:
-        return own
+        return _summarize(run)
+    run = _after_switches(run)
+    own = _summarize(run)
     ranks = [replace(_summarize(r), rank=r.rank, local_rank=r.local_rank) for r in run.ranks]
     own = replace(own, rank=run.rank, local_rank=run.local_rank, ranks_changed=run.spec.ranks)
     return job_summary(own, ranks)
+
+
+def _after_switches(job: RunResult) -> RunResult:
+    """A job whose ranks switched to replaying one batch (on every rank, or on some alone), with
+    every rank's window starting after the last rank's switch: the others waited for it inside
+    their step, at the all-reduce."""
+    switches = [next((i for i, b in enumerate(loader_batches(r)) if b.synthetic), None) for r in job.ranks]
+    last = max((i for i in switches if i is not None), default=None)
+    if last is None:
+        return job
+
+    def after(run: RunResult) -> RunResult:
+        return replace(run, warmup_batches=max(run.warmup_batches, last + 1))
+
+    return replace(after(job), ranks=tuple(after(r) for r in job.ranks))
 
 
 def _summarize(run: RunResult) -> RunSummary:

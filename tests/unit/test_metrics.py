@@ -365,3 +365,13 @@ def test_the_workers_cpu_during_epoch_start_ups() -> None:
     assert startup_busy_fraction(run, starts) == pytest.approx(0.3)
     no_workers = b.run("real", batch_list, loaders=[b.loader(num_workers=0)], samples=samples)
     assert startup_busy_fraction(no_workers, starts) is None
+
+
+def test_the_step_in_which_the_synthetic_mode_shut_the_workers_down_is_not_measured() -> None:
+    computes = [10.0] * 40
+    computes[6] = 500.0  # the first replay's step: the switch joined workers busy with slow samples
+    switched = b.run("synthetic", b.batches([1.0] * 40, computes), warmup=6)
+    steady = b.run("synthetic", b.batches([1.0] * 40, 10.0), warmup=6)
+    assert summarize(switched).throughput_samples_per_s == pytest.approx(summarize(steady).throughput_samples_per_s)
+    real = b.run("real", b.batches([1.0] * 40, computes), warmup=6)  # nothing switched: the step counts
+    assert (summarize(real).throughput_samples_per_s or 0) < 0.7 * (summarize(steady).throughput_samples_per_s or 0)

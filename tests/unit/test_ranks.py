@@ -331,3 +331,17 @@ def test_the_launchers_failure_summary_names_the_root_cause_rank() -> None:
     )
     found = ROOT_CAUSE.search(tail)
     assert found is not None and found["rank"] == "1" and found["code"] == "-9"
+
+
+def test_every_rank_is_measured_after_the_last_ranks_switch_to_replays() -> None:
+    """Rank 1 alone replays: the step in which it shut its workers down holds rank 0 at the all-reduce."""
+    computes = [10.0] * 40
+    computes[6] = 500.0
+    rank0 = dataclasses.replace(b.run("real", b.batches([1.0] * 40, computes), warmup=6), rank=0, local_rank=0)
+    rank1 = dataclasses.replace(b.run("synthetic", b.batches([1.0] * 40, computes), warmup=6), rank=1, local_rank=1)
+    steady = b.run("real", b.batches([1.0] * 40, 10.0), warmup=6)
+    s = summarize(job(rank0, rank1))
+    expected = summarize(steady).throughput_samples_per_s
+    assert [r.throughput_samples_per_s for r in s.ranks] == [pytest.approx(expected), pytest.approx(expected)]
+    alone = summarize(rank0)  # one process that switched nothing: the step counts
+    assert (alone.throughput_samples_per_s or 0) < 0.7 * (expected or 0)
