@@ -308,6 +308,13 @@ def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
         if health is None:
             continue
         found.extend(f"Not measured: {item}." for item in health.unavailable)
+        stretched, budget = health.longest_interval_s, health.cpu_budget or 0.0
+        if stretched is not None and stretched > th.SAMPLING_STRETCH_NOTABLE * health.interval_s:
+            found.append(
+                f"The process tree was large, so the {run.label} run was sampled every {stretched:.2f} s at the "
+                f"slowest (not every {health.interval_s:.2f} s), keeping sampling within {100 * budget:.0f}% of "
+                "one core: CPU figures are coarser."
+            )
         if health.ticks and health.late_ticks / health.ticks > th.LATE_TICKS_NOTABLE:
             found.append(
                 f"The sampler fell behind in the {run.label} run ({health.late_ticks} of {health.ticks} ticks late): "

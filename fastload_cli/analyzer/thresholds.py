@@ -187,6 +187,10 @@ WAIT_SPIKE_STEP_SHARE = 0.05
 # Datasets whose items are slices of tensors already in memory: workers only add handoff cost.
 IN_MEMORY_DATASETS = frozenset({"TensorDataset", "StackDataset"})
 
+# The host sampler stretched its interval this many times the one asked for (a large process tree,
+# kept within its CPU budget): the report says its CPU figures are coarser.
+SAMPLING_STRETCH_NOTABLE = 1.5
+
 # Data-parallel jobs. In a job whose ranks meet at every step's all-reduce, one rank's slow input
 # pipeline shows as its own data wait while the others wait inside their step: a rank is the
 # straggler when its data-wait fraction exceeds the others' median by STRAGGLER_WAIT_GAP (absolute)

@@ -201,6 +201,8 @@ class SamplerHealth:
     interval_s: float
     ticks: int
     late_ticks: int  # ticks that started after their deadline (the sampler fell behind)
+    longest_interval_s: float | None = None  # stretched to keep sampling within its CPU budget
+    cpu_budget: float | None = None  # the share of one core the sampler may take
     unavailable: tuple[str, ...] = ()  # "field: reason" for what could not be read
 
 

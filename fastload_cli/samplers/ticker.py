@@ -13,18 +13,35 @@ T = TypeVar("T")
 # time), the first and the latest always: counters are cumulative, so the rate over any window
 # stays exact, at a coarser resolution, and a run of hours stays bounded.
 MAX_SAMPLES = 12_000
+TICK_SMOOTHING = 0.2  # weight of the latest tick's CPU time in the smoothed cost of a tick
 
 
 class Ticker(Generic[T]):
     """Calls ``sample()`` every ``interval_s`` on fixed deadlines (not "sleep after work").
 
     A tick that starts after its deadline is counted late; when the loop falls a whole interval
-    behind it skips ahead instead of bursting, so samples stay evenly spread.
+    behind it skips ahead instead of bursting, so samples stay evenly spread. With ``cpu_budget``
+    the interval stretches so that sampling takes at most that share of one core (its CPU time
+    a tick, smoothed over the last few): a tree of many processes is sampled less often, never
+    at the cost of the run it measures. ``longest_s`` is the longest interval that was in force.
     """
 
-    def __init__(self, sample: Callable[[], T | None], interval_s: float, name: str) -> None:
+    def __init__(
+        self,
+        sample: Callable[[], T | None],
+        interval_s: float,
+        name: str,
+        *,
+        cpu_budget: float | None = None,
+        cpu_clock: Callable[[], float] = time.thread_time,
+    ) -> None:
         self._sample = sample
         self.interval_s = interval_s
+        self.cpu_budget = cpu_budget
+        self._cpu_clock = cpu_clock
+        self._tick_cpu_s: float | None = None  # smoothed CPU time of one tick
+        self.current_s = interval_s  # the interval in force
+        self.longest_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.samples: list[T] = []
@@ -50,7 +67,9 @@ class Ticker(Generic[T]):
         return self.samples
 
     def _take(self) -> None:
+        before = self._cpu_clock()
         found = self._sample()
+        self._within_budget(self._cpu_clock() - before)
         self.ticks += 1
         if found is None:
             return
@@ -61,16 +80,24 @@ class Ticker(Generic[T]):
         self._found += 1
         self._latest = found
 
+    def _within_budget(self, cost_s: float) -> None:
+        if self.cpu_budget is None:
+            return
+        last = self._tick_cpu_s
+        self._tick_cpu_s = cost_s if last is None else last + TICK_SMOOTHING * (cost_s - last)
+        self.current_s = max(self.interval_s, self._tick_cpu_s / self.cpu_budget)
+        self.longest_s = max(self.longest_s, self.current_s)
+
     def _loop(self) -> None:
-        deadline = time.monotonic() + self.interval_s
+        deadline = time.monotonic() + self.current_s
         try:
             while not self._stop.wait(max(0.0, deadline - time.monotonic())):
                 now = time.monotonic()
-                if now - deadline > self.interval_s * 0.5:
+                if now - deadline > self.current_s * 0.5:
                     self.late_ticks += 1
-                if now - deadline > self.interval_s:
+                if now - deadline > self.current_s:
                     deadline = now
                 self._take()
-                deadline += self.interval_s
+                deadline += self.current_s
         except BaseException as exc:  # recorded, never lost: the run goes on without samples
             self.error = exc

@@ -333,6 +333,11 @@ def test_few_steady_batches_and_a_lagging_sampler_are_caveats() -> None:
     assert any("30 of 100 ticks late" in c for c in analyze([lagging]).verdict.caveats)
     on_time = dataclasses.replace(lagging, host_health=SamplerHealth(interval_s=0.05, ticks=100, late_ticks=5))
     assert not any("ticks late" in c for c in analyze([on_time]).verdict.caveats)
+    health = SamplerHealth(interval_s=0.05, ticks=100, late_ticks=0, longest_interval_s=0.2, cpu_budget=0.05)
+    stretched = dataclasses.replace(lagging, host_health=health)
+    assert any("sampled every 0.20 s at the slowest" in c for c in analyze([stretched]).verdict.caveats)
+    barely = dataclasses.replace(stretched, host_health=dataclasses.replace(health, longest_interval_s=0.06))
+    assert not any("sampled every" in c for c in analyze([barely]).verdict.caveats)
 
 
 def test_the_workers_kernel_share_of_their_cpu() -> None:

@@ -161,3 +161,16 @@ def test_the_settle_check_waits_ten_times_as_long_as_it_took() -> None:
     assert not Flight._settle_due(run)  # 5 s since a check that took 1 s: not yet
     run.settle_checked_at = now - SETTLE_COST_FACTOR * 1.0 - 0.1
     assert Flight._settle_due(run)
+
+
+def test_a_costly_tick_stretches_the_interval_to_stay_within_the_cpu_budget() -> None:
+    clock = iter(float(i) * 0.005 for i in range(1000))  # every tick takes 5 ms of CPU
+    ticker = Ticker(lambda: 1, 0.05, "test", cpu_budget=0.05, cpu_clock=lambda: next(clock))
+    ticker._take()
+    assert ticker.current_s == pytest.approx(0.1)  # 5 ms is 5% of 100 ms
+    cheap = Ticker(lambda: 1, 0.05, "test", cpu_budget=0.05, cpu_clock=lambda: 0.0)
+    cheap._take()
+    assert cheap.current_s == cheap.longest_s == 0.05  # never below the interval asked for
+    unbounded = Ticker(lambda: 1, 0.05, "test", cpu_clock=lambda: next(clock))
+    unbounded._take()
+    assert unbounded.current_s == 0.05
