@@ -62,8 +62,9 @@ def test_a_rank_whose_loader_reads_slowly_is_the_slowest_and_freeing_it_alone_is
 
 
 def test_a_rank_whose_step_is_slow_is_named_with_its_step_split_from_the_wait_for_it() -> None:
+    straggling_step = ("--compute-rank", "1", "--compute-x", "3", "--width", "1024", "--workers", "0")
     job = report_of(run_fastload("diagnose", "--nproc-per-node", "2", DDP, "--modes", "real,synthetic", *QUICK,
-                                 "--", "--compute-rank", "1", "--compute-x", "3", "--width", "1024"))  # fmt: skip
+                                 "--", *straggling_step))  # fmt: skip
     assert_verdict(job, "compute")
     assert job["verdict"]["slowest_rank"] == 1
     split = {r["rank"]: r for r in job["runs"][0]["ranks"]}
