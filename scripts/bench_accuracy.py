@@ -68,6 +68,8 @@ CASES = (
         "cpu",
         args=("{jpegs}", "--max-steps", "96"),
     ),
+    # albumentations' Compose called with keywords on OpenCV-decoded JPEGs, one worker on 2 cores
+    Case("albumentations-jpegs", FRAMEWORKS / "albumentations_train.py", "cpu", args=("{jpegs}", "--epochs", "20")),
     Case("gpu-transfer", ZOO / "gpu_transfer.py", "transfer", ("pin-memory",), gpu=True),
     Case("gpu-tiny-kernels", ZOO / "gpu_tiny_kernels.py", "host", gpu=True),
     Case("gpu-large-model", ZOO / "gpu_large_model.py", "compute", gpu=True),

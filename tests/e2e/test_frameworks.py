@@ -1,6 +1,7 @@
 """Scripts written in the idioms of the frameworks people train with, diagnosed unmodified:
 Lightning's ``Trainer.fit``, Hugging Face's ``Trainer`` (on text, and on images attached with
 ``datasets``' ``set_transform`` as its image-classification example does), timm's ``create_loader``,
+an albumentations ``Compose`` called with keywords,
 an accelerate ``prepare`` loop, and a script shaped like the PyTorch ImageNet example.
 
 Each must give the right batch counts, every mode applied through the framework's own wrappers
@@ -23,7 +24,7 @@ from tests.conftest import SCRIPTS, assert_verdict, run_fastload
 pytestmark = pytest.mark.slow
 FRAMEWORKS = SCRIPTS / "frameworks"
 BATCHES = 12
-NAMES = ("lightning", "transformers", "accelerate", "timm", "datasets")
+NAMES = ("lightning", "transformers", "accelerate", "timm", "datasets", "albumentations")
 MISSING = [name for name in NAMES if importlib.util.find_spec(name) is None]
 needs_frameworks = pytest.mark.skipif(
     bool(MISSING), reason=f"the frameworks extra is not installed ({', '.join(MISSING)}): pip install '.[frameworks]'"
@@ -103,6 +104,17 @@ def test_hugging_face_set_transform_augmentation_is_found_and_replaced(jpegs: Pa
     assert {"RandomResizedCrop", "RandomHorizontalFlip"} <= set(replaced), report["substitutions"]
     assert "_train_transforms" in replaced["RandomResizedCrop"]["location"]  # where the pipeline lives
     assert "CenterCrop" in replaced["RandomResizedCrop"]["replacement"]  # the same size, deterministic
+
+
+@needs_frameworks
+def test_albumentations_random_transforms_are_replaced_by_deterministic_albumentations_ones(jpegs: Path) -> None:
+    report = diagnose("albumentations_train.py", str(jpegs), "--epochs", "6", modes="real,synthetic,no-aug")
+    check_runs(report, {"real", "synthetic", "no-aug"})
+    replaced = {s["original"].split("(")[0]: s for s in report["substitutions"]}
+    assert {"RandomResizedCrop", "HorizontalFlip", "ColorJitter", "OneOf", "Affine"} <= set(replaced), replaced
+    crop = replaced["RandomResizedCrop"]["replacement"]
+    assert crop == "Sequential([SmallestMaxSize(max_size=96), CenterCrop(96x96)])"
+    assert not any(s["undone"] for s in report["substitutions"])  # every stand-in kept the sample's shape
 
 
 @needs_frameworks

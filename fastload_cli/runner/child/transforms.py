@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastload_cli.runner.child import albumentations_standins as album
+
 # torchvision classes (v1 ``transforms`` and ``transforms.v2``) that are random augmentation
 # whose output shape does not depend on the randomness: replaced by the identity.
 IDENTITY_STANDINS = frozenset(
@@ -28,8 +30,8 @@ IDENTITY_STANDINS = frozenset(
         "RandomIoUCrop", "ScaleJitter", "RandomShortestSize", "RandomResize",
     }
 )  # fmt: skip
-# Containers whose members are substituted one by one.
-CONTAINERS = frozenset({"Compose", "RandomOrder", "Sequential"})
+# Containers whose members are substituted one by one (torchvision's, torch's, albumentations').
+CONTAINERS = frozenset({"Compose", "RandomOrder", "Sequential", "ReplayCompose"})
 
 # Words in a user class (or function) name that say it is random augmentation.
 GUESS_PATTERN = re.compile(
@@ -99,6 +101,8 @@ def _is_v2(obj: object) -> bool:
 
 
 def describe(obj: object) -> str:
+    if album.is_albumentations(obj):
+        return album.describe(obj)
     text = repr(obj) if is_torchvision(obj) else callable_name(obj)
     text = " ".join(text.split())
     return text if len(text) <= 120 else text[:117] + "..."
@@ -152,6 +156,9 @@ def _standin(obj: Any, walk: Walk) -> tuple[Any, bool] | None:
         return None
     if name in walk.drop:
         return Identity(), False
+    if album.is_albumentations(obj):
+        found = album.standin(obj)
+        return (found, False) if found is not None else None
     size = fixed_size(obj)
     if is_torchvision(obj):
         if name in ("RandomResizedCrop", "RandomCrop") and size is not None:
@@ -206,13 +213,16 @@ def substitute(obj: Any, location: str, walk: Walk, depth: int = 0) -> Any:
 
 
 def _substitute_container(obj: Any, location: str, walk: Walk, depth: int) -> Any:
-    members = list(obj.children()) if type(obj).__name__ == "Sequential" else getattr(obj, "transforms", None)
+    torch_sequential = type(obj).__name__ == "Sequential" and not album.is_albumentations(obj)
+    members = list(obj.children()) if torch_sequential else getattr(obj, "transforms", None)
     if not isinstance(members, (list, tuple)):
         return obj
     new = [substitute(m, f"{location}[{i}]", walk, depth + 1) for i, m in enumerate(members)]
     if all(a is b for a, b in zip(new, members, strict=True)):
         return obj
-    if type(obj).__name__ == "Sequential":
+    if album.is_albumentations(obj):
+        return album.with_members(obj, new)
+    if torch_sequential:
         import torch
 
         return type(obj)(*[m if isinstance(m, torch.nn.Module) else torch.nn.Identity() for m in new])
@@ -282,8 +292,9 @@ def _user_code(fn: Any) -> bool:
 
 # Top-level packages whose functions are never searched for the script's pipelines.
 LIBRARY_MODULES = frozenset(
-    {"torch", "torchvision", "numpy", "PIL", "datasets", "transformers", "functools", "builtins"}
-)
+    {"torch", "torchvision", "numpy", "PIL", "datasets", "transformers", "functools", "builtins", "albumentations",
+     "cv2"}
+)  # fmt: skip
 
 
 def _substitute_around(fn: types.FunctionType, location: str, walk: Walk, depth: int) -> None:
