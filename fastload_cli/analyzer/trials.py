@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from fastload_cli.analyzer import same_batches
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import loader_change
 from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
@@ -135,7 +136,9 @@ def results(
     for run, summary in pairs:
         if run.spec.mode is Mode.FIX:
             changes = code(run.spec.fix_specs, loader)
-            found.append(_measured(run, summary, real[1], changes))
+            measured = _measured(run, summary, real[1], changes)
+            check = same_batches.compare(real[0], run) if measured.measured else None
+            found.append(replace(measured, same_batches=check.same, batches=check.said) if check else measured)
     return tuple(found)
 
 

@@ -60,6 +60,10 @@ class BatchRecord:
     # step's wall time was the thread blocked (on the CPU backend: in the collectives).
     step_cpu_ns: int | None = None
     step_runq_ns: int | None = None
+    # A loader's first batches in the real run and in runs with fixes: its tensors' paths, dtypes and
+    # shapes, and a digest of their bytes (None where not readable on the CPU).
+    layout_key: str | None = None
+    values_key: str | None = None
 
     @property
     def wait_ns(self) -> int:

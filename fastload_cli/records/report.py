@@ -252,6 +252,10 @@ class FixResult:
     applies: bool  # False: refused (or could not be applied inside the script), see reason
     reason: str  # why it does not apply, or what the measurement says
     code: str  # the change that makes it permanent
+    # Whether the run trained on the same batches as the unchanged script (its first ones), and
+    # what the comparison found; None where nothing was compared.
+    same_batches: bool | None = None
+    batches: str | None = None
 
 
 SEPARATE_RUNS = "separate runs"  # InputSplit.method: each part from a run of its own

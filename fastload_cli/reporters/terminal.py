@@ -278,7 +278,11 @@ def _fix(f: FixResult) -> RenderableType:
             f", {size(abs(f.memory_bytes))} {'more' if f.memory_bytes > 0 else 'less'} memory" if f.memory_bytes else ""
         )
         head = Text.assemble((f.name, "bold"), f"  {f.reason}{memory}")
-    return Group(head, Padding(Text(f.code, style="dim"), (0, 0, 0, 3)))
+    lines: list[RenderableType] = [head]
+    if f.batches is not None and f.same_batches is not None:  # nothing compared: nothing to say
+        style = "bold red" if f.same_batches is False else "dim"
+        lines.append(Padding(Text(f"Batches: {f.batches}.", style=style), (0, 0, 0, 3)))
+    return Group(*lines, Padding(Text(f.code, style="dim"), (0, 0, 0, 3)))
 
 
 def _split(found: InputSplit) -> list[RenderableType]:

@@ -33,6 +33,8 @@ def test_try_applies_each_fix_inside_the_script_and_refuses_what_cannot_apply(tm
     for name in ("persistent-workers", "cache-decoded", "thread-prefetch", combined.removeprefix("fix:")):
         fix = fixes_found[name]
         assert fix["applies"] and fix["measured"] and fix["speedup"] is not None and fix["spread"] >= 0.05, name
+        # the same batches' make-up as the unchanged script's; values drawn at random by Jitter
+        assert fix["same_batches"] is True and "values not compared" in fix["batches"], fix["batches"]
     assert "persistent_workers=True" in fixes_found["persistent-workers"]["code"]
     # what the script saw of its own loader, one line per run (a run disturbed by other processes is
     # made again): the real run first, then each fix in place, alone and together

@@ -5,6 +5,7 @@ Only the stdlib, and torch once the script has imported it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import sys
@@ -72,6 +73,48 @@ def batch_layout(batch: Any) -> list[dict[str, Any]]:
         }
         for path, t in itertools.islice(tensor_leaves(batch), MAX_LEAVES)
     ]
+
+
+FINGERPRINTED = 4  # a loader's first batches whose make-up and values are fingerprinted
+
+
+def fingerprint(batch: Any) -> tuple[str, str | None]:
+    """(layout, values) of a batch: its tensors' paths, shapes and dtypes as text, and a digest of
+    their bytes (None where a tensor is not on the CPU, or its bytes cannot be read). Two runs
+    that trained on the same batch give the same pair."""
+    import hashlib
+
+    layout, digest = [], hashlib.blake2b(digest_size=12)
+    readable = True
+    for path, t in itertools.islice(tensor_leaves(batch), MAX_LEAVES):
+        layout.append(f"{path} {str(t.dtype).removeprefix('torch.')} {list(t.shape)}")
+        if not readable or t.device.type != "cpu":
+            readable = False
+            continue
+        try:
+            digest.update(t.detach().contiguous().view(-1).view(sys.modules["torch"].uint8).numpy().tobytes())
+        except (RuntimeError, TypeError, ValueError):
+            readable = False
+    return "; ".join(layout), digest.hexdigest() if readable and layout else None
+
+
+BATCH_SEED = 0
+
+
+def seed_everything() -> None:
+    """Seed torch's, Python's and numpy's generators as the first DataLoader is built, so the runs
+    whose batches are compared draw the same shuffle order and workers' seeds (a script that seeds
+    later seeds both runs alike)."""
+    import random
+
+    random.seed(BATCH_SEED)
+    for name in ("torch", "numpy"):
+        module = sys.modules.get(name)
+        with contextlib.suppress(Exception):
+            if name == "torch" and module is not None:
+                module.manual_seed(BATCH_SEED)
+            elif module is not None:
+                module.random.seed(BATCH_SEED)
 
 
 def copy_batch(batch: Any) -> Any:

@@ -27,7 +27,6 @@ import importlib.abc
 import importlib.machinery
 import inspect
 import itertools
-import os
 import sys
 import threading
 import time
@@ -35,66 +34,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.records import UNCHANGED, ChildSpec, EventKind
+from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode
 from fastload_cli.runner.child import transforms
 from fastload_cli.runner.child.actuators import actuator
-from fastload_cli.runner.child.batches import batch_layout, batch_size_and_bytes, safe_len
+from fastload_cli.runner.child.batches import (
+    FINGERPRINTED,
+    batch_layout,
+    batch_size_and_bytes,
+    fingerprint,
+    safe_len,
+    seed_everything,
+)
 from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.clock import ThreadClock, delta
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
-
-
-# --------------------------------------------------------------------------------------------
-# Thread CPU clock: on-CPU and run-queue time of the calling thread
-# --------------------------------------------------------------------------------------------
-
-
-class ThreadClock:
-    """On-CPU and run-queue time of the calling thread.
-
-    On-CPU time comes from ``time.thread_time_ns`` (exact even for the running thread); the time
-    spent runnable but waiting for a CPU comes from /proc/thread-self/schedstat, kept open per
-    thread. Where schedstat is not readable the run-queue time is ``None``.
-    """
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-        self.schedstat = self._runq() is not None
-
-    def _fd(self) -> int | None:
-        fd = getattr(self._local, "fd", -1)
-        if fd == -1:
-            try:
-                fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                fd = None
-            self._local.fd = fd
-        return fd
-
-    def _runq(self) -> int | None:
-        fd = self._fd()
-        if fd is None:
-            return None
-        try:
-            return int(os.pread(fd, 96, 0).split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-
-    def read(self) -> tuple[int, int | None]:
-        return time.thread_time_ns(), self._runq() if self.schedstat else None
-
-    def mark(self, cpu: int, runq: int | None) -> None:
-        """Remember a reading taken as this thread got a batch: its step starts there."""
-        self._local.mark = (cpu, runq)
-
-    def since_last(self, cpu: int, runq: int | None) -> tuple[int | None, int | None]:
-        """On-CPU and run-queue time of this thread since its last ``mark``: the step between its
-        previous batch and this one (None before its first batch)."""
-        last = getattr(self._local, "mark", None)
-        if last is None:
-            return None, None
-        return cpu - last[0], _delta(last[1], runq)
 
 
 @dataclass
@@ -137,6 +92,8 @@ class Hooks:
                 original(loader, *args, **kwargs)
                 return
             loader_id = next(hooks._loader_ids)
+            if loader_id == 1 and hooks.compares_batches:
+                seed_everything()
             original_workers = hooks.mode.before_init(bound.arguments, loader_id)
             original(*bound.args, **bound.kwargs)
             hooks._after_init(loader, loader_id, original_workers, framework_on_stack(sys._getframe(1)))
@@ -286,7 +243,7 @@ class Hooks:
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
         self.clock.mark(cpu1, runq1)
-        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, _delta(runq0, runq1)), since, synthetic)
+        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, delta(runq0, runq1)), since, synthetic)
         return batch
 
     def _delivered(
@@ -305,6 +262,7 @@ class Hooks:
             samples, nbytes = 1, 0
         self.channel.emit(
             EventKind.BATCH,
+            **self._fingerprint(loader, batch),
             loader_id=loader.loader_id,
             iterator_id=epoch.iterator_id,
             index=epoch.index,
@@ -325,6 +283,22 @@ class Hooks:
             self.channel.emit(EventKind.ENV, **torch_env(final=False))
         epoch.index += 1
         loader.batches += 1
+
+    @property
+    def compares_batches(self) -> bool:
+        """The real run and the runs with fixes, which claim to train on the same batches."""
+        return self.spec.mode.mode in (Mode.REAL, Mode.FIX)
+
+    def _fingerprint(self, loader: LoaderState, batch: Any) -> dict[str, str | None]:
+        """The make-up and values of a loader's first batches, where runs' batches are compared;
+        taken inside the warm-up only, so it never lands in a measured step."""
+        if not self.compares_batches or loader.batches >= min(FINGERPRINTED, self.spec.warmup):
+            return {}
+        try:
+            layout, values = fingerprint(batch)
+        except Exception:  # describing the batch is a nicety, never worth breaking the script
+            return {}
+        return {"layout_key": layout, "values_key": values}
 
     def _report_layout(self, loader_id: int, batch: Any) -> None:
         try:
@@ -354,10 +328,6 @@ class OuterIterator:
 
     def __getattr__(self, name: str) -> Any:  # close(), send() and whatever else the script uses
         return getattr(self._inner, name)
-
-
-def _delta(before: int | None, after: int | None) -> int | None:
-    return None if before is None or after is None else after - before
 
 
 def torch_env(final: bool) -> dict[str, Any]:
