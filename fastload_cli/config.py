@@ -102,9 +102,7 @@ class RunConfig:
 
     @property
     def requested_batches(self) -> int:
-        """Warm-up and measured batches; the synthetic mode's first replay too, whose step holds the
-        switch (the workers' shutdown) and is not measured."""
-        return self.warmup + self.max_batches + (1 if self.spec.mode is Mode.SYNTHETIC else 0)
+        return self.warmup + self.max_batches
 
     def with_mode(self, spec: ModeSpec) -> RunConfig:
         return self.with_child(mode=spec)

@@ -171,7 +171,7 @@ class ChildSpec:
     needs to apply it. Written once, as JSON on the child's command line, and read back as this."""
 
     mode: ModeSpec = field(default_factory=lambda: ModeSpec(mode=Mode.REAL))
-    warmup: int = 5  # batches before the synthetic mode caches the one it replays
+    warmup: int = 5  # batches before the measured ones (the synthetic mode replays from the last of them)
     keep_transforms: tuple[str, ...] = ()  # no-aug: class names never replaced
     drop_transforms: tuple[str, ...] = ()  # no-aug: class names always replaced
     breakdown_items: int = 0  # breakdown: samples timed step by step

@@ -162,8 +162,8 @@ def derandomize(dataset: Any, spec: ChildSpec, channel: Channel, loader_id: int)
 
 @dataclass
 class SyntheticReplay(Actuator):
-    """``synthetic``: after warm-up, every batch is a fresh copy of one cached real batch; the
-    workers are shut down and later epochs start none."""
+    """``synthetic``: from the warm-up's last batch on, every batch is a fresh copy of one cached
+    real batch; the workers are shut down and later epochs start none."""
 
     _cached: dict[int, Any] = field(default_factory=dict)  # loader id -> the batch replayed
     _failed: set[int] = field(default_factory=set)  # loaders whose batch could not be copied
@@ -181,9 +181,15 @@ class SyntheticReplay(Actuator):
         if self.replaying(loader):
             return self._replay(iterator, epoch)
         batch = self.timed(epoch, produce, iterator, synthetic=False)
-        if loader.batches >= max(self.spec.warmup, 1) and loader.loader_id not in self._failed:
+        if loader.batches >= self.switch_at and loader.loader_id not in self._failed:
             self._cache(iterator, loader, batch)
         return batch
+
+    @property
+    def switch_at(self) -> int:
+        """The batches delivered before the replays start: the warm-up's but its last, so that the
+        step in which the workers are shut down (the first replay's) is the warm-up's last."""
+        return max(self.spec.warmup - 1, 1)
 
     def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
         """Keep a copy of ``batch`` to replay; a batch that cannot be copied leaves this loader
