@@ -35,6 +35,7 @@ class EventCollector:
     substitutions: list[Substitution] = field(default_factory=list)
     env: ChildEnv = field(default_factory=ChildEnv)
     error: ScriptError | None = None
+    raised_ns: int | None = None  # when the script's exception reached the child
     end_reason: StopReason | None = None
     end_exit_code: int | None = None
     end_ns: int | None = None
@@ -130,6 +131,7 @@ class EventCollector:
 
     def _on_exception(self, e: dict[str, Any]) -> None:
         self.error = build(ScriptError, e)
+        self.raised_ns = e.get("t_ns") if isinstance(e.get("t_ns"), int) else None
 
     def _on_breakdown(self, e: dict[str, Any]) -> None:
         self.breakdown = breakdown_record(e)

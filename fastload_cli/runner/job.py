@@ -95,8 +95,10 @@ def job_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> R
     collectors = flight.collectors
     ranks = tuple(_with_root_cause(flight, _rank_result(flight, c, host, gpu)) for c in collectors.values())
     heard = [r for r in ranks if r.rank is not None]
-    # The first rank to raise: the others raise after it, in a collective whose peer is gone.
-    first = sorted(collectors, key=lambda k: collectors[k].end_ns or 0)
+    # The first rank to raise: the others raise after it, in a collective whose peer is gone. By when
+    # the exception reached each rank, not when the rank left: a rank whose peer tore the process
+    # group down may leave before the rank that raised first has said so.
+    first = sorted(collectors, key=lambda k: collectors[k].raised_ns or collectors[k].end_ns or 0)
     raised = [ranks[k] for k in first if ranks[k].status is RunStatus.FAILED and ranks[k].error is not None]
     failed = raised[0] if raised else None
     killed = next((r for r in heard if r.signal_name is not None and r.stop_reason is StopReason.CHILD_DIED), None)

@@ -82,3 +82,11 @@ def test_an_epochs_end_is_kept_on_its_iterator() -> None:
     c.feed(line(**started, iterator_id=1) + line(**started, iterator_id=2))
     c.feed(line(kind="epoch-end", loader_id=1, iterator_id=1, ended_ns=50))
     assert [it.ended_ns for it in c.iterators] == [50, None]
+
+
+def test_an_exception_is_kept_with_when_it_reached_the_child_and_the_bytes_are_counted() -> None:
+    data = line(kind="exception", type_name="RuntimeError", message="boom", traceback="...", t_ns=1234)
+    c = EventCollector()
+    c.feed(data)
+    assert c.error is not None and c.error.message == "boom" and c.raised_ns == 1234
+    assert c.channel_bytes == len(data)

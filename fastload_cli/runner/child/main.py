@@ -125,6 +125,7 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
     except SystemExit as exc:
         return StopReason.SCRIPT_ENDED, _exit_code(exc)
     except BaseException as exc:  # the script's own failure: report it like python would
+        raised_ns = time.monotonic_ns()  # before anything else: which rank of a job raised first
         if _State.stopping:
             return StopReason.ENOUGH_BATCHES, 0
         tb = _user_traceback(exc.__traceback__)
@@ -135,6 +136,7 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
             type_name=type(exc).__qualname__,
             message=str(exc)[:2000],
             traceback=text[-8000:],
+            t_ns=raised_ns,
         )
         return StopReason.SCRIPT_RAISED, 1
 
