@@ -66,8 +66,8 @@ def analyze(
     every = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
     # Runs whose mode applied on some ranks alone answer one question (``ranks.freed``), not the job's.
     one_rank = [(r, s) for r, s in zip(runs, every, strict=True) if r.spec.ranks]
-    runs = [r for r in runs if not r.spec.ranks]
-    summaries = tuple(s for s in every if not s.ranks_changed)
+    job_wide = [(r, s) for r, s in zip(runs, every, strict=True) if not r.spec.ranks]
+    runs, summaries = [r for r, _ in job_wide], tuple(s for _, s in job_wide)
     facts = replace(gather_facts(runs, summaries, limits or search.Limits()), breakdown=breakdown)
     facts = replace(facts, tried=trials.results((), runs, summaries))
     sweep_caveats = facts.sweep.caveats if facts.sweep is not None else ()

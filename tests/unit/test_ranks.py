@@ -345,3 +345,11 @@ def test_every_rank_is_measured_after_the_last_ranks_switch_to_replays() -> None
     assert [r.throughput_samples_per_s for r in s.ranks] == [pytest.approx(expected), pytest.approx(expected)]
     alone = summarize(rank0)  # one process that switched nothing: the step counts
     assert (alone.throughput_samples_per_s or 0) < 0.7 * (expected or 0)
+
+
+def test_a_run_on_one_rank_whose_job_never_started_is_set_aside_with_its_summary() -> None:
+    spec = ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,))
+    never = dataclasses.replace(b.run("real", []), spec=spec)  # the launcher failed: no rank said hello
+    analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5), never])
+    assert analysis.verdict.slowest_rank == 1 and len(analysis.summaries) == 3
+    assert not analysis.verdict.of(FindingKind.STRAGGLER_FREED)
