@@ -84,6 +84,11 @@ def loader_batches(run: Batches) -> list[BatchRecord]:
     return [b for b in run.batches if b.loader_id == loader_id][: run.requested_batches]
 
 
+def first_replay(batches: Sequence[BatchRecord]) -> int | None:
+    """The position of the first replayed batch (the synthetic mode's switch), or None."""
+    return next((i for i, b in enumerate(batches) if b.synthetic), None)
+
+
 def past_warmup(batches: list[BatchRecord], warmup: int) -> bool:
     """A window after warm-up holds a step; else it reads the batches after the first instead."""
     return len(batches) > warmup + 1
@@ -175,7 +180,7 @@ def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None
     with ``first`` 0, batch 0's step starts at iter(). In a run that switched to replaying one
     batch, not the first replay's step either: the switch shut the workers down inside it."""
     skip = run.warmup_batches if past_warmup(batches, run.warmup_batches) else 1
-    switched = next((i for i, b in enumerate(batches) if b.synthetic), None)
+    switched = first_replay(batches)
     if switched is not None and past_warmup(batches, switched):
         skip = max(skip, switched + 1)
     previous: dict[int, int] = {it.iterator_id: it.started_ns for it in run.iterators} if first == 0 else {}
@@ -333,7 +338,7 @@ def _after_switches(job: RunResult) -> RunResult:
     """A job whose ranks switched to replaying one batch (on every rank, or on some alone), with
     every rank's window starting after the last rank's switch: the others waited for it inside
     their step, at the all-reduce."""
-    switches = [next((i for i, b in enumerate(loader_batches(r)) if b.synthetic), None) for r in job.ranks]
+    switches = [first_replay(loader_batches(r)) for r in job.ranks]
     last = max((i for i in switches if i is not None), default=None)
     if last is None:
         return job
