@@ -255,13 +255,13 @@ class DiagnoseRuns:
 
 def free_the_straggler(runner: ModeRunner, analysis: Analysis, done: Outcome) -> Outcome:
     """A data-parallel job held back by one rank's input pipeline: the job measured with that rank's
-    inputs free and the others real. Not across nodes: every node's fastload decides its runs alone,
-    and only one that holds the straggler sees it."""
-    spec = next_runs.freeing_the_straggler(analysis, done.runs)
+    inputs free and the others real, where ``next_runs`` asks for it."""
     launcher = runner.base.launcher
-    if spec is None or launcher is None or launcher.multi_node or analysis.straggler is None:
+    multi_node = launcher is not None and launcher.multi_node
+    spec = next_runs.freeing_the_straggler(analysis, done.runs, multi_node=multi_node)
+    if spec is None:
         return done
-    rank = analysis.straggler.rank
+    rank = spec.ranks[0]
     runner.on_note(None, f"Rank {rank} holds the job back: measuring the job with its input pipeline free.")
     return run_modes(runner, (spec,), done)
 

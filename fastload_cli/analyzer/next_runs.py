@@ -97,11 +97,13 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
     )
 
 
-def freeing_the_straggler(analysis: Analysis, done: Sequence[RunResult]) -> ModeSpec | None:
+def freeing_the_straggler(analysis: Analysis, done: Sequence[RunResult], *, multi_node: bool) -> ModeSpec | None:
     """The run that measures what freeing a data-parallel job's straggler alone gives the job,
-    when its own input pipeline holds the job back and that run was not made yet."""
+    when its own input pipeline holds the job back and that run was not made yet. Not across
+    nodes: every node's fastload decides its runs alone, and only one that holds the straggler
+    sees it."""
     spec = ranks.counterfactual(analysis.straggler) if analysis.straggler is not None else None
-    if spec is None or any(r.spec == spec for r in done):
+    if spec is None or multi_node or any(r.spec == spec for r in done):
         return None
     return spec
 

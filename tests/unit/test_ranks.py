@@ -119,15 +119,17 @@ def test_a_compute_straggler_is_named_in_the_verdict_with_the_gain_of_balancing_
     assert not advice.measured and advice.title == "Find why rank 1's step is slower than the other ranks'"
     # rank 1's step is 50 ms, busy 44.1 ms of it against rank 0's 14.7 ms: 50 / (50 - 29.4)
     assert advice.expected_speedup == pytest.approx(2.43, abs=0.01)
-    assert next_runs.freeing_the_straggler(analysis, [busy_step()]) is None  # no run frees a step
+    assert next_runs.freeing_the_straggler(analysis, [busy_step()], multi_node=False) is None  # no run frees a step
 
 
 def test_freeing_an_input_straggler_is_measured_once_and_never_on_a_balanced_job() -> None:
     analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5)])
-    spec = next_runs.freeing_the_straggler(analysis, [straggling()])
+    spec = next_runs.freeing_the_straggler(analysis, [straggling()], multi_node=False)
     assert spec == ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,)) and spec.label == "synthetic@rank1"
-    assert next_runs.freeing_the_straggler(analysis, [straggling(), straggling(spec=spec)]) is None
-    assert next_runs.freeing_the_straggler(analyze([balanced(), balanced("synthetic", wait_ms=0.5)]), []) is None
+    assert next_runs.freeing_the_straggler(analysis, [straggling(), straggling(spec=spec)], multi_node=False) is None
+    balanced_job = analyze([balanced(), balanced("synthetic", wait_ms=0.5)])
+    assert next_runs.freeing_the_straggler(balanced_job, [], multi_node=False) is None
+    assert next_runs.freeing_the_straggler(analysis, [straggling()], multi_node=True) is None  # no node sees all
 
 
 def straggling(mode: str = "real", spec: ModeSpec | None = None) -> RunResult:
