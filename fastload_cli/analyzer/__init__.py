@@ -82,9 +82,12 @@ def analyze(
 
 def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], ranks.Straggler | None]:
     """The runs, a data-parallel job's seen from its straggler (as the real run names it), and the
-    straggler; the runs as they are when there is no job or no rank stands out."""
+    straggler; the runs as they are when there is no job or no rank stands out, or when the job
+    failed: its ranks ran a few steps, then waited for the one that raised, which is no straggler."""
     real = ranks.real_job(runs)
-    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real)) if real is not None else None
+    if real is None or real.status is RunStatus.FAILED:
+        return runs, None
+    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real))
     if lagging is None:
         return runs, None
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging

@@ -14,7 +14,18 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.cli.launcher import LaunchOptions
 from fastload_cli.config import Launcher
 from fastload_cli.errors import UsageError
-from fastload_cli.records import Bottleneck, ChildSpec, Command, FindingKind, Mode, ModeSpec, ProcRole, RunResult
+from fastload_cli.records import (
+    Bottleneck,
+    ChildSpec,
+    Command,
+    FindingKind,
+    Mode,
+    ModeSpec,
+    ProcRole,
+    RunResult,
+    RunStatus,
+    ScriptError,
+)
 from fastload_cli.reporters import json_report
 from fastload_cli.runner.job import ROOT_CAUSE, as_rank
 from tests.unit import builders as b
@@ -136,6 +147,20 @@ def straggling(mode: str = "real", spec: ModeSpec | None = None) -> RunResult:
     """Rank 1 reads slowly (waits 45 ms of a 50 ms step); rank 0 waits for it inside its step."""
     run = job(rank_run(mode, 0, 1.0, 49.0), rank_run(mode, 1, 45.0, 5.0))
     return dataclasses.replace(run, spec=spec) if spec is not None else run
+
+
+def test_a_job_that_failed_names_no_straggler_and_its_error_keeps_the_rank_that_raised() -> None:
+    """The ranks of a failed job ran a few steps and waited for the one that raised: no straggler is
+    named from them, and the job's error says which rank raised whichever rank the job is seen from."""
+    error = ScriptError(type_name="RuntimeError", message="rank 1 failed at step 15", traceback="")
+    real = straggling()
+    raiser = dataclasses.replace(real.ranks[1], status=RunStatus.FAILED, error=error)
+    failed = dataclasses.replace(real.ranks[0], status=RunStatus.FAILED, error=error, ranks=(real.ranks[0], raiser))
+    analysis = analyze([failed, balanced("synthetic", wait_ms=0.5)])
+    assert analysis.straggler is None and analysis.verdict.slowest_rank is None
+    assert analysis.summaries[0].error == "rank 1: RuntimeError: rank 1 failed at step 15"
+    seen_from_zero = ranks.seen_from(dataclasses.replace(failed, rank=1), 0)
+    assert summarize(seen_from_zero).error == "rank 1: RuntimeError: rank 1 failed at step 15"
 
 
 def freed_run(wait_ms: float) -> RunResult:
