@@ -88,7 +88,7 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     wait_high, wait_low = wait >= th.WAIT_INPUT_BOUND, wait < th.WAIT_COMPUTE_BOUND
     ceiling_high = ceiling is not None and ceiling >= th.CEILING_INPUT_BOUND
     ceiling_low = ceiling is not None and ceiling < th.CEILING_COMPUTE_BOUND
-    if f.contended and ceiling_high:
+    if f.contended and not ceiling_low:
         evidence.append(_contention_line(f))
     if f.sweep_confirms_input and not (wait_low and ceiling_low):
         return _input_bound(f, evidence, th.CONFIDENCE_STRONG, caveats, partly=False)
@@ -108,7 +108,8 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
             th.CONFIDENCE_HEDGED if contradicted else th.CONFIDENCE_STRONG if agree else th.CONFIDENCE_ONE_SIGNAL
         )
         if ceiling_high and wait < th.WAIT_CLEARLY_INPUT:  # the ceiling decides: how far above its line?
-            confidence = _eased(f, confidence, th.CEILING_INPUT_BOUND, "partly and clearly input-bound", evidence)
+            between = "partly and clearly input-bound"
+            confidence = _eased(f, confidence, th.CEILING_INPUT_BOUND, between, evidence, floor=_partly_confidence(f))
         return _input_bound(f, evidence, confidence, caveats, partly=False)
     if wait_low and ceiling is None and f.concurrent_loading:
         return _wait_alone(f, evidence, caveats)
@@ -120,16 +121,20 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
             between = "compute-bound and partly input-bound"
             confidence = _eased(f, confidence, th.CEILING_COMPUTE_BOUND, between, evidence)
         return _compute_bound(f, evidence, confidence, caveats)
-    evidence.append(
-        found(FindingKind.MIXED, "Both the step and the input pipeline cost time: neither signal is clear-cut.")
-    )
+    if not f.contended:  # else the contention line says how the input pipeline costs the step time
+        evidence.append(
+            found(FindingKind.MIXED, "Both the step and the input pipeline cost time: neither signal is clear-cut.")
+        )
     return _input_bound(f, evidence, _partly_confidence(f), caveats, partly=True)
 
 
-def _eased(f: Facts, confidence: float, line: float, between: str, evidence: list[Finding]) -> float:
-    """A confidence that moves smoothly across a line the verdict draws on the ceiling: the hedged
-    confidence on the line, the full one a whole noise (the runs' spreads) away from it, linear in
-    between, and a finding that says so while the ceiling is that close."""
+def _eased(
+    f: Facts, confidence: float, line: float, between: str, evidence: list[Finding], floor: float = th.CONFIDENCE_HEDGED
+) -> float:
+    """A confidence that moves smoothly across a line the verdict draws on the ceiling: ``floor``
+    on the line (the confidence of the reading just across it), the full one a whole noise (the
+    runs' spreads) away from it, linear in between, and a finding that says so while the ceiling
+    is that close."""
     assert f.ceiling is not None
     noise = f.ceiling_noise
     margin = min(1.0, abs(f.ceiling / line - 1) / noise)
@@ -143,9 +148,9 @@ def _eased(f: Facts, confidence: float, line: float, between: str, evidence: lis
                 noise=noise,
             )
         )
-    if confidence <= th.CONFIDENCE_HEDGED:
+    if confidence <= floor:
         return confidence
-    return th.CONFIDENCE_HEDGED + (confidence - th.CONFIDENCE_HEDGED) * margin
+    return floor + (confidence - floor) * margin
 
 
 def _wait_alone(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdict:
@@ -167,9 +172,10 @@ def _in_sentence(label: str) -> str:
 
 
 def _partly_confidence(f: Facts) -> float:
-    """Hedged, unless the cause is known from the loader's structure: workers handing over batches
-    cheaper to build than to hand over cost time by construction, and the ceiling measured how much."""
-    return th.CONFIDENCE_ONE_SIGNAL if f.cheap_batches is not None else th.CONFIDENCE_HEDGED
+    """Hedged, unless how loading costs the step is known, and the ceiling measured how much: the
+    step measured slower beside the loaders than with free inputs (they take its cores), or workers
+    handing over batches cheaper to build than to hand over (they cost time by construction)."""
+    return th.CONFIDENCE_ONE_SIGNAL if f.contended or f.cheap_batches is not None else th.CONFIDENCE_HEDGED
 
 
 def _partly_line(f: Facts) -> Finding:

@@ -92,6 +92,27 @@ def test_contention_explains_a_ceiling_with_little_wait() -> None:
     assert any("79 ms" in line and "21 ms" in line for line in v.evidence)
 
 
+def contended(ceiling: float) -> Facts:
+    """Hugging Face's image-classification example's shape: the loop waits 3% of the time, and the
+    step runs 1.4x slower beside two workers than with free inputs (68 ms against 48 ms)."""
+    real = b.summary(wait=0.03, compute_ms=68.0, busy=0.3, system=0.98)
+    return facts(real, b.summary("synthetic", throughput=100.0 * ceiling, compute_ms=48.0))
+
+
+def test_a_measured_contention_under_the_line_is_partly_input_bound_with_its_cause_known() -> None:
+    v = decide(contended(1.37))
+    assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly input-bound")
+    assert v.confidence == pytest.approx(th.CONFIDENCE_ONE_SIGNAL)  # how loading costs the step is measured
+    assert any("68 ms" in line and "48 ms" in line for line in v.evidence)
+    assert not any("neither signal is clear-cut" in line for line in v.evidence)
+
+
+def test_confidence_does_not_drop_as_a_contended_ceiling_crosses_the_line() -> None:
+    below, above = decide(contended(1.45)), decide(contended(1.53))
+    assert not above.label.startswith("Partly") and above.confidence >= below.confidence
+    assert decide(contended(3.0)).confidence == pytest.approx(th.CONFIDENCE_STRONG)
+
+
 def test_a_ceiling_contradicted_by_the_wait_is_hedged() -> None:
     real = b.summary(wait=0.05, compute_ms=20.0, busy=0.95, workers=0)
     synthetic = b.summary("synthetic", throughput=200.0, compute_ms=20.0, workers=0)
