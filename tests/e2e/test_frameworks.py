@@ -107,6 +107,15 @@ def test_hugging_face_set_transform_augmentation_is_found_and_replaced(jpegs: Pa
 
 
 @needs_frameworks
+def test_hf_stream_mapped_on_the_fly_has_the_pipeline_its_map_uses_replaced(jpegs: Path) -> None:
+    report = diagnose("hf_image_classification.py", str(jpegs), "--stream", "--max-steps", "300", modes="real,no-aug")
+    check_runs(report, {"real", "no-aug"})
+    replaced = {s["original"].split("(")[0]: s for s in report["substitutions"]}
+    assert {"RandomResizedCrop", "RandomHorizontalFlip"} <= set(replaced), report["substitutions"]
+    assert not any(s["undone"] for s in report["substitutions"])  # checked on the stream's first example
+
+
+@needs_frameworks
 def test_albumentations_random_transforms_are_replaced_by_deterministic_albumentations_ones(jpegs: Path) -> None:
     report = diagnose("albumentations_train.py", str(jpegs), "--epochs", "6", modes="real,synthetic,no-aug")
     check_runs(report, {"real", "synthetic", "no-aug"})

@@ -27,14 +27,21 @@ def signature(value: Any, depth: int = 0) -> object:
 
 
 def probe(dataset: Any) -> object | None:
-    """The signature of ``dataset[0]``, or None when the dataset cannot be indexed (an iterable
-    dataset) or its first sample fails."""
-    if _is_iterable_dataset(dataset) or not hasattr(dataset, "__getitem__"):
-        return None
+    """The signature of the dataset's first sample: ``dataset[0]``, or for a Hugging Face iterable
+    dataset (which starts again at each ``iter()``) its first example. None when the first sample
+    fails or cannot be had without consuming the script's stream (any other iterable dataset)."""
     try:
-        return signature(dataset[0])
+        if _is_iterable_dataset(dataset):
+            return signature(next(iter(dataset))) if _restartable(dataset) else None
+        return signature(dataset[0]) if hasattr(dataset, "__getitem__") else None
     except Exception:  # the script's own dataset: whatever it raises, there is nothing to compare
         return None
+
+
+def _restartable(dataset: Any) -> bool:
+    """A Hugging Face ``datasets.IterableDataset``: a description of a stream, read from its start
+    by every ``iter()``, so reading its first example takes nothing from the script's epochs."""
+    return type(dataset).__module__.startswith("datasets.") and hasattr(dataset, "_ex_iterable")
 
 
 def _is_iterable_dataset(dataset: Any) -> bool:

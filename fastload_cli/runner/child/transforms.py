@@ -42,6 +42,7 @@ GUESS_PATTERN = re.compile(
 # Dataset attributes that hold transform pipelines (plus any name containing these words).
 PIPELINE_ATTR = re.compile(r"transform|aug", re.IGNORECASE)
 MAX_DEPTH = 8
+MAX_CHAIN = 64  # steps followed down a Hugging Face iterable dataset's chain (map, filter, shuffle, ...)
 
 
 class Identity:
@@ -383,6 +384,8 @@ def walk_dataset(dataset: Any, walk: Walk, location: str = "dataset", seen: set[
     formats = getattr(dataset, "_format_kwargs", None)  # Hugging Face datasets: set_transform, with_transform
     if isinstance(formats, dict) and formats.get("transform") is not None:
         _replace(Entry(formats, "transform"), "value", f"{location}.set_transform", walk, 0)
+    for i, mapped in enumerate(on_the_fly_maps(dataset)):
+        _replace(mapped, "function", f"{location}.map[{i}]", walk, 0)
     for name in names:
         current = getattr(dataset, name)
         if name == "transforms" and callable_name(current) == "StandardTransform":
@@ -392,6 +395,20 @@ def walk_dataset(dataset: Any, walk: Walk, location: str = "dataset", seen: set[
         _substitute_attrs(dataset, location, (name,), walk, 0)
     for name, inner in nested_datasets(dataset):
         walk_dataset(inner, walk, f"{location}.{name}", seen)
+
+
+def on_the_fly_maps(dataset: Any) -> list[Any]:
+    """The steps of a Hugging Face ``datasets.IterableDataset`` that apply a ``map`` function as
+    examples stream (each holds it in ``function``), in the order they apply: the chain of
+    examples iterables runs from the last ``map`` in to the source."""
+    found, node = [], getattr(dataset, "_ex_iterable", None)
+    for _ in range(MAX_CHAIN):
+        if node is None:
+            break
+        if type(node).__name__ == "MappedExamplesIterable" and callable(getattr(node, "function", None)):
+            found.append(node)
+        node = getattr(node, "ex_iterable", None)
+    return found[::-1]
 
 
 def _rebuild_standard_transform(dataset: Any, current: Any, walk: Walk) -> None:

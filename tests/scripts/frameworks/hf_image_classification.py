@@ -3,9 +3,10 @@
 dataset, augmentation attached with ``set_transform`` (a module-level ``Compose`` of
 RandomResizedCrop, RandomHorizontalFlip, ToTensor and Normalize applied per batch of examples), a
 small ViT built from a config (nothing is downloaded), ``Trainer`` with ``dataloader_num_workers``
-and ``remove_unused_columns=False``.
+and ``remove_unused_columns=False``. With ``--stream`` the examples stream instead
+(``to_iterable_dataset``) and the same function is applied on the fly with ``map``.
 
-    python hf_image_classification.py JPEG_DIR [--workers 2] [--max-steps 75] [--image-size 64]
+    python hf_image_classification.py JPEG_DIR [--workers 2] [--max-steps 75] [--image-size 64] [--stream]
 
 JPEG_DIR holds one sub-folder of JPEGs per class under ``train/`` (``make_jpegs.py``).
 """
@@ -52,15 +53,20 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-steps", type=int, default=75)
     parser.add_argument("--image-size", type=int, default=64)
+    parser.add_argument("--stream", action="store_true", help="stream the examples and map them on the fly")
     args = parser.parse_args()
     size = args.image_size
     normalize = Normalize(mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
     _train_transforms = Compose([RandomResizedCrop(size), RandomHorizontalFlip(), ToTensor(), normalize])
     dataset = image_dataset(Path(args.data))
-    dataset.set_transform(preprocess_train)
+    num_labels = dataset.features["label"].num_classes
+    if args.stream:  # one shard per worker, so that every worker streams
+        dataset = dataset.to_iterable_dataset(num_shards=max(args.workers, 1)).map(preprocess_train, batched=True)
+    else:
+        dataset.set_transform(preprocess_train)
     config = ViTConfig(
         image_size=size, patch_size=8, hidden_size=96, num_hidden_layers=4, num_attention_heads=4,
-        intermediate_size=192, num_labels=dataset.features["label"].num_classes,
+        intermediate_size=192, num_labels=num_labels,
     )  # fmt: skip
     model = ViTForImageClassification(config)
     with tempfile.TemporaryDirectory() as scratch:

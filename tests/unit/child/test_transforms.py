@@ -264,3 +264,23 @@ def test_helpers_a_function_calls_are_searched_but_never_replaced_themselves() -
     assert names(walk.found) == ["RandomResizedCrop", "RandomHorizontalFlip"]
     assert dataset._format_kwargs["transform"] is shift_labels and preprocess_train.__name__ == "preprocess_train"
     walk.restore()
+
+
+def test_a_pipeline_a_streaming_map_applies_on_the_fly_is_replaced_checked_and_restored() -> None:
+    """``datasets.IterableDataset.map(fn)`` keeps ``fn`` in the stream's chain and calls it on each
+    example as it streams: the pipeline ``fn`` uses is found there, checked on the stream's first
+    example (read again from the start), and restored."""
+    datasets = pytest.importorskip("datasets", reason="the frameworks extra (Hugging Face datasets) is not installed")
+    images = [Image.linear_gradient("L").resize((96 + 8 * i, 80)).convert("RGB") for i in range(4)]
+    table = datasets.Dataset.from_dict({"image": images}, features=datasets.Features({"image": datasets.Image()}))
+    stream = table.to_iterable_dataset().map(preprocess_train, batched=True, remove_columns=["image"])
+    stream = stream.shuffle(seed=0, buffer_size=2).with_format("torch")  # steps after the map: followed down
+    before = probe(stream)
+    assert before is not None and "RandomResizedCrop" in names(find_augmentations(stream, NONE, NONE))
+    walk = derandomize(stream, NONE, NONE)
+    assert names(walk.found) == ["RandomResizedCrop", "RandomHorizontalFlip"] and not walk.problems
+    assert check_on_sample(stream, walk, before) is None
+    first = [next(iter(stream))["pixel_values"] for _ in range(2)]
+    assert torch.equal(*first)  # deterministic now
+    walk.restore()
+    assert TRAIN_TRANSFORMS.transforms[0].__class__.__name__ == "RandomResizedCrop"
