@@ -4,15 +4,23 @@
     python scripts/bench_advice.py [--cases a,b] [--rounds 3] [--out advice.json]
 
 For every case of the zoo (``bench_accuracy.py``'s), ``fastload diagnose`` with its default
-settings, then, for each measured recommendation a user applies with a setting (a num_workers
-sweep's ``increase-num-workers`` / ``reduce-num-workers``), plain training of the script (no
-fastload: ``plain_epochs.py`` sets ``num_workers`` where the DataLoader is built, as editing the
-script would) with the recommended setting alternated with the script as written, ``--rounds``
-rounds. Realized gain: the median of the per-round ratios of the rate over whole epochs (each
-epoch's worker start-up included, as training pays it); noise: half the range of those ratios.
-A recommendation comes true when it realizes at least its promised gain divided by (1 + noise)
-and does not slow training beyond the noise. Measured recommendations applied in code (caching,
-persistent workers, ...) are listed as not applied here; ``try`` measures those inside the script.
+settings, then each measured recommendation followed in plain training of the script (no
+fastload measuring: ``plain_epochs.py``), alternated with the script as written, ``--rounds``
+rounds:
+
+- a num_workers sweep's ``increase-num-workers`` / ``reduce-num-workers``: ``num_workers`` set
+  where the DataLoader is built, as editing the script would; the rate over whole epochs, each
+  epoch's worker start-up included, as training pays it;
+- ``persistent-workers``: ``persistent_workers=True`` given to the DataLoader;
+- ``cache-decoded-samples`` and ``faster-storage`` (whose figure is storage and decoding that cost
+  nothing): the dataset wrapped in ``fastload_cli.fixes.DecodedCache``, filled before training;
+- ``reduce-augmentation-cost`` (a cost "up to"): the random transforms replaced by fastload's
+  deterministic stand-ins, augmentation made free.
+
+The last three promise a steady state, so both arms are timed over the epochs after the first
+(the one-off filling of a cache is reported apart). Realized gain: the median of the per-round
+ratios; noise: half the range of those ratios. A recommendation comes true when it realizes at
+least its promised gain divided by (1 + noise) and does not slow training beyond the noise.
 Exit status 1 when a recommendation applied here does not come true.
 """
 
@@ -30,17 +38,31 @@ from bench_accuracy import Case, chosen_cases, diagnose, jpegs
 from benchlib import ROOT, alternated, write_json
 
 WORKER_ADVICE = ("increase-num-workers", "reduce-num-workers")
-RATE = re.compile(r"^W (\d+) .* all (\d+)$", re.MULTILINE)  # plain_epochs.py's line
+# How a user follows each recommendation applied here: plain_epochs.py's options, and the rate compared
+# ("all" epochs, or "warm": those after the first, for advice whose figure is a steady state).
+FOLLOWED = {
+    "persistent-workers": (("--set", "persistent_workers=True"), "warm"),
+    "cache-decoded-samples": (("--apply", "cache-decoded"), "warm"),
+    "faster-storage": (("--apply", "cache-decoded"), "warm"),
+    "reduce-augmentation-cost": (("--apply", "no-aug"), "warm"),
+}
+RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULTILINE)  # plain_epochs.py's line
 
 
-def plain_rate(case: Case, workers: int, script_args: list[str]) -> float:
-    """Samples/s over whole epochs of one plain run of ``case`` with every DataLoader on ``workers``."""
-    command = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), str(workers), str(case.script), *script_args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, script_args: list[str]) -> float:
+    """Samples/s of one plain run of ``case`` (``workers``: a setting, or "own"), over all its epochs
+    or the warm ones, with ``options`` given to plain_epochs.py."""
+    command = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *options, workers, str(case.script)]
+    done = subprocess.run([*command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
     found = RATE.findall(done.stderr)
     if done.returncode != 0 or not found:
-        raise SystemExit(f"plain run of {case.name} with {workers} workers failed:\n{done.stderr[-2000:]}")
-    return float(found[-1][1])
+        raise Unfollowed(f"plain run of {case.name} ({' '.join(options) or workers}) failed: {done.stderr[-600:]}")
+    rates = {"all": float(found[-1][1]), "warm": float(found[-1][2])}
+    return rates[which] or rates["all"]
+
+
+class Unfollowed(Exception):
+    """A plain run with the advice applied failed: the advice could not be followed this way."""
 
 
 def follow(case: Case, report: dict, rounds: int) -> list[dict]:
@@ -56,26 +78,38 @@ def follow(case: Case, report: dict, rounds: int) -> list[dict]:
             "promised": rec["expected_speedup"],
         }
         if rec["id"] in WORKER_ADVICE:
-            rows.append({**row, **realized(case, report["sweep"], row["promised"], rounds)})
+            own, advised = report["sweep"]["current_workers"], report["sweep"]["recommended_workers"]
+            arms = ((str(own), ()), (str(advised), ()), "all")
+        elif rec["id"] in FOLLOWED:
+            options, which = FOLLOWED[rec["id"]]
+            arms = (("own", ()), ("own", options), which)
         else:
-            rows.append({**row, "applied": False, "why": "applied in code: `fastload try` measures it in the script"})
+            rows.append({**row, "applied": False, "why": "no plain way to apply it here"})
+            continue
+        try:
+            rows.append({**row, **realized(case, arms, row["promised"], rounds)})
+        except Unfollowed as exc:
+            rows.append({**row, "applied": False, "why": str(exc)})
     return rows
 
 
-def realized(case: Case, sweep: dict, promised: float, rounds: int) -> dict:
-    """The sweep's setting against the script's own, in alternated plain runs."""
+def realized(case: Case, arms: tuple, promised: float, rounds: int) -> dict:
+    """The advised arm against the script as written, in alternated plain runs."""
+    (own, own_options), (advised, advised_options), which = arms
     script_args = [a.replace("{jpegs}", str(jpegs())) for a in case.args]
-    own, advised = sweep["current_workers"], sweep["recommended_workers"]
-    arms = {
-        "as written": functools.partial(plain_rate, case, own, script_args),
-        "advised": functools.partial(plain_rate, case, advised, script_args),
-    }
-    found = alternated(arms, rounds)
+    found = alternated(
+        {
+            "as written": functools.partial(plain_rate, case, own, own_options, which, script_args),
+            "advised": functools.partial(plain_rate, case, advised, advised_options, which, script_args),
+        },
+        rounds,
+    )
     ratios = [a / b for a, b in zip(found["advised"], found["as written"], strict=True)]
     gain = statistics.median(ratios)
     noise = (max(ratios) - min(ratios)) / 2 / gain if gain else 0.0
     true = gain >= promised / (1 + noise) and gain >= 1 / (1 + noise)
-    return {"applied": True, "realized": round(gain, 3), "noise": round(noise, 3), "comes_true": true, "rates": found}
+    return {"applied": True, "realized": round(gain, 3), "noise": round(noise, 3), "comes_true": true,
+            "epochs": which, "rates": found}  # fmt: skip
 
 
 def printed(row: dict) -> str:

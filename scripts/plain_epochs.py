@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""What training pays per epoch, without fastload: a script run as it is, with every DataLoader's
-``num_workers`` set to W, each epoch of its busiest loader timed from ``iter()`` to the next
-``iter()`` (the last one to the script's end), so its start-up, its last step and the shutdown of
-its workers all count.
+"""What training pays per epoch, without fastload's measuring: a script run as it is, with every
+DataLoader's ``num_workers`` set to W (``own``: as the script sets it), each epoch of its busiest
+loader timed from ``iter()`` to the next ``iter()`` (the last one to the script's end), so its
+start-up, its last step and the shutdown of its workers all count.
 
-    python scripts/plain_epochs.py W SCRIPT [ARGS...]
+    python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug] W SCRIPT [ARGS...]
 
-Prints one line to stderr: W, then samples/s of each epoch, then their harmonic mean (the rate
-over all the epochs). This is the ground truth a window of whole epochs is checked against
-(docs/benchmarks.md). Only the torch import is patched; no fastload code runs.
+``--set`` gives every DataLoader that argument (``persistent_workers=True``), as editing the
+script would. ``--apply`` follows advice that changes the dataset, the way a user adopts it:
+``cache-decoded`` wraps each loader's dataset in ``fastload_cli.fixes.DecodedCache`` and fills it
+before the loader starts (the one line the fixes library offers); ``no-aug`` puts fastload's
+deterministic stand-ins in place of the random transforms (augmentation made free: the most a
+cheaper augmentation can give). Nothing of fastload measures or runs beside the script.
+
+Prints one line to stderr: W, then samples/s of each epoch, then their harmonic mean over all
+epochs ("all") and over the epochs after the first ("warm"), then the seconds spent filling caches.
+This is the ground truth a window of whole epochs is checked against (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
 import os
 import runpy
@@ -22,18 +30,71 @@ from collections import defaultdict
 
 from torch.utils.data import DataLoader
 
-WORKERS = int(sys.argv[1])
-SCRIPT = sys.argv[2]
+
+def options(argv: list[str]) -> tuple[dict[str, object], str | None, list[str]]:
+    """The leading ``--set`` and ``--apply`` options, and the rest (W, SCRIPT, ARGS)."""
+    sets: dict[str, object] = {}
+    apply = None
+    while argv and argv[0] in ("--set", "--apply"):
+        flag, value, argv = argv[0], argv[1], argv[2:]
+        if flag == "--apply":
+            apply = value
+        else:
+            name, _, text = value.partition("=")
+            sets[name] = ast.literal_eval(text)
+    return sets, apply, argv
+
+
+SETS, APPLY, REST = options(sys.argv[1:])
+WORKERS = None if REST[0] == "own" else int(REST[0])
+SCRIPT = REST[1]
 starts: dict[int, list[tuple[float, int]]] = defaultdict(list)  # loader -> (iter() time, samples an epoch)
 built_init, built_iter = DataLoader.__init__, DataLoader.__iter__
+changed: dict[int, object] = {}  # id(dataset) -> the dataset as the advice changed it
+filling_s = [0.0]
 
 
 def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-    kwargs["num_workers"] = WORKERS
-    if WORKERS == 0:  # the settings that need workers, back to neutral
+    if WORKERS is not None:
+        kwargs["num_workers"] = WORKERS
+    kwargs.update(SETS)
+    if kwargs.get("num_workers", 0) == 0:  # the settings that need workers, back to neutral
         kwargs.pop("prefetch_factor", None)
         kwargs["persistent_workers"] = False
+    if APPLY is not None:
+        args, kwargs = with_dataset(args, kwargs)
     built_init(self, *args, **kwargs)
+
+
+def with_dataset(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The loader's arguments with its dataset changed as ``--apply`` says (once per dataset)."""
+    dataset = args[0] if args else kwargs["dataset"]
+    if id(dataset) not in changed:
+        changed[id(dataset)] = applied(dataset)
+    new = changed[id(dataset)]
+    return ((new, *args[1:]), kwargs) if args else ((), {**kwargs, "dataset": new})
+
+
+def applied(dataset: object) -> object:
+    from fastload_cli.runner.child.transforms import derandomize, find_augmentations
+
+    if APPLY == "no-aug":
+        walk = derandomize(dataset, frozenset(), frozenset())
+        if not walk.found:
+            raise SystemExit("no-aug: no random transform found in the dataset")
+        return dataset
+    from fastload_cli.fixes import DecodedCache
+
+    started = time.perf_counter()
+    try:
+        cache = DecodedCache(dataset)
+    except ValueError:
+        if find_augmentations(dataset, frozenset(), frozenset()):
+            raise SystemExit("cache-decoded: the dataset decodes and augments in one __getitem__") from None
+        cache = DecodedCache(dataset, attribute=None)  # nothing random: whole items
+    cache.fill()
+    filling_s[0] += time.perf_counter() - started
+    return cache
 
 
 def start(self):  # type: ignore[no-untyped-def]
@@ -46,13 +107,17 @@ def report() -> None:
     epochs = max(starts.values(), key=len, default=[])
     marks = [t for t, _ in epochs] + [end]
     rates = [n / (b - a) for (a, n), b in zip(epochs, marks[1:], strict=True)]
-    mean = len(rates) / sum(1 / r for r in rates) if rates else 0.0
-    print("W", WORKERS, [round(r) for r in rates], "all", round(mean), file=sys.stderr)
+    print("W", "own" if WORKERS is None else WORKERS, [round(r) for r in rates], "all", round(harmonic(rates)),
+          "warm", round(harmonic(rates[1:])), "filling", round(filling_s[0], 2), file=sys.stderr)  # fmt: skip
+
+
+def harmonic(rates: list[float]) -> float:
+    return len(rates) / sum(1 / r for r in rates) if rates else 0.0
 
 
 DataLoader.__init__ = init  # type: ignore[method-assign]
 DataLoader.__iter__ = start  # type: ignore[method-assign]
 atexit.register(report)
-sys.argv = [SCRIPT, *sys.argv[3:]]
+sys.argv = [SCRIPT, *REST[2:]]
 sys.path.insert(0, os.path.dirname(os.path.abspath(SCRIPT)))  # as python SCRIPT would
 runpy.run_path(SCRIPT, run_name="__main__")

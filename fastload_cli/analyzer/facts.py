@@ -63,8 +63,14 @@ class Facts:
 
     @property
     def contended(self) -> bool:
+        """The step ran measurably slower beside the loaders than with free inputs: by
+        ``CONTENTION_SIGNIFICANT``, or by more than the runs' noise and the compute-bound line
+        (1.15x), the line a ceiling from the same two runs is held to."""
         c = self.contention
-        return self.concurrent_loading and c is not None and c >= th.CONTENTION_SIGNIFICANT
+        if not self.concurrent_loading or c is None:
+            return False
+        beyond_noise = max(th.CEILING_COMPUTE_BOUND, 1 + self.ceiling_noise)
+        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise)
 
     @property
     def loaders_cost_the_step(self) -> bool:

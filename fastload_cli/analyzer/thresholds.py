@@ -30,7 +30,8 @@ CEILING_BROKEN = 0.8
 
 # The step itself (time outside the data wait) ran this much slower in the real run than with free
 # inputs: the loading processes take CPU (or memory bandwidth) from the training step. On a
-# CPU-only machine this, not the wait, is how an input pipeline slows training.
+# CPU-only machine this, not the wait, is how an input pipeline slows training. A smaller slowdown
+# counts too when it clears both the real and synthetic runs' noise and CEILING_COMPUTE_BOUND.
 CONTENTION_SIGNIFICANT = 1.3
 
 # -- Why is it the limit? ----------------------------------------------------------------------

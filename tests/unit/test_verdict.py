@@ -113,6 +113,26 @@ def test_confidence_does_not_drop_as_a_contended_ceiling_crosses_the_line() -> N
     assert decide(contended(3.0)).confidence == pytest.approx(th.CONFIDENCE_STRONG)
 
 
+def slowed(compute_ms: float, spread: float) -> Facts:
+    """The loop waits 6% of the time and the step takes ``compute_ms`` beside two workers against
+    50 ms with free inputs; each run's throughput spread ``spread``."""
+    real = dataclasses.replace(b.summary(wait=0.06, compute_ms=compute_ms, busy=0.3), throughput_spread=spread)
+    ceiling = compute_ms / 0.94 / 50.0
+    synthetic = b.summary("synthetic", throughput=100.0 * ceiling, compute_ms=50.0, wait=0.0)
+    return facts(real, dataclasses.replace(synthetic, throughput_spread=spread))
+
+
+def test_a_step_slowed_beside_the_loaders_beyond_the_noise_is_not_called_noise() -> None:
+    # 1.27x slower with the runs within ±5% each: under 1.3x, but no run-to-run noise
+    v = decide(slowed(63.5, 0.05))
+    assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly input-bound")
+    assert not any("run-to-run noise" in line for line in v.evidence)
+    assert any("63.5 ms" in line or "64 ms" in line for line in v.evidence)
+    # the same slowdown from runs that spread ±15% each is inside their noise
+    noisy = decide(slowed(63.5, 0.15))
+    assert noisy.bottleneck is Bottleneck.COMPUTE and any("run-to-run noise" in line for line in noisy.evidence)
+
+
 def test_a_ceiling_contradicted_by_the_wait_is_hedged() -> None:
     real = b.summary(wait=0.05, compute_ms=20.0, busy=0.95, workers=0)
     synthetic = b.summary("synthetic", throughput=200.0, compute_ms=20.0, workers=0)
