@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whether fastload's measured advice comes true when a user follows it.
 
-    python scripts/bench_advice.py [--cases a,b] [--rounds 3] [--out advice.json]
+    python scripts/bench_advice.py [--cases a,b] [--rounds 3] [--epochs 4] [--out advice.json]
 
 For every case of the zoo (``bench_accuracy.py``'s), ``fastload diagnose`` with its default
 settings, then each measured recommendation followed in plain training of the script (no
@@ -17,8 +17,9 @@ rounds:
 - ``reduce-augmentation-cost`` (a cost "up to"): the random transforms replaced by fastload's
   deterministic stand-ins, augmentation made free.
 
-The last three promise a steady state, so both arms are timed over the epochs after the first
-(the one-off filling of a cache is reported apart). Realized gain: the median of the per-round
+Each plain run trains ``--epochs`` epochs of the script (its busiest loader's). The last three
+promise a steady state, so both arms are timed over the epochs after the first (the one-off
+filling of a cache happens before the first). Realized gain: the median of the per-round
 ratios; noise: half the range of those ratios. A recommendation comes true when it realizes at
 least its promised gain divided by (1 + noise) and does not slow training beyond the noise.
 Exit status 1 when a recommendation applied here does not come true.
@@ -49,10 +50,14 @@ FOLLOWED = {
 RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULTILINE)  # plain_epochs.py's line
 
 
+EPOCHS = ["--epochs", "4"]  # plain_epochs.py's, as --epochs sets it
+
+
 def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, script_args: list[str]) -> float:
     """Samples/s of one plain run of ``case`` (``workers``: a setting, or "own"), over all its epochs
     or the warm ones, with ``options`` given to plain_epochs.py."""
-    command = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *options, workers, str(case.script)]
+    script = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *EPOCHS, *options]
+    command = [*script, workers, str(case.script)]
     done = subprocess.run([*command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
     found = RATE.findall(done.stderr)
     if done.returncode != 0 or not found:
@@ -124,8 +129,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", help="comma-separated case names (default: every CPU case)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=4, help="epochs of each plain run")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    EPOCHS[1] = str(args.epochs)
     print(f"{'case':<22}{'recommendation':<24}{'promised':<9}{'realized':<9}noise", flush=True)
     rows = []
     for case in chosen_cases(args.cases, gpu=False):

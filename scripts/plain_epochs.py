@@ -4,7 +4,8 @@ DataLoader's ``num_workers`` set to W (``own``: as the script sets it), each epo
 loader timed from ``iter()`` to the next ``iter()`` (the last one to the script's end), so its
 start-up, its last step and the shutdown of its workers all count.
 
-    python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug] W SCRIPT [ARGS...]
+    python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug] [--epochs N]
+                                   W SCRIPT [ARGS...]
 
 ``--set`` gives every DataLoader that argument (``persistent_workers=True``), as editing the
 script would. ``--apply`` follows advice that changes the dataset, the way a user adopts it:
@@ -12,6 +13,8 @@ script would. ``--apply`` follows advice that changes the dataset, the way a use
 before the loader starts (the one line the fixes library offers); ``no-aug`` puts fastload's
 deterministic stand-ins in place of the random transforms (augmentation made free: the most a
 cheaper augmentation can give). Nothing of fastload measures or runs beside the script.
+``--epochs N`` ends the script when its busiest loader starts epoch N + 1 (scripts that train
+longer than a comparison needs).
 
 Prints one line to stderr: W, then samples/s of each epoch, then their harmonic mean over all
 epochs ("all") and over the epochs after the first ("warm"), then the seconds spent filling caches.
@@ -31,21 +34,23 @@ from collections import defaultdict
 from torch.utils.data import DataLoader
 
 
-def options(argv: list[str]) -> tuple[dict[str, object], str | None, list[str]]:
-    """The leading ``--set`` and ``--apply`` options, and the rest (W, SCRIPT, ARGS)."""
+def options(argv: list[str]) -> tuple[dict[str, object], str | None, int | None, list[str]]:
+    """The leading ``--set``, ``--apply`` and ``--epochs`` options, and the rest (W, SCRIPT, ARGS)."""
     sets: dict[str, object] = {}
-    apply = None
-    while argv and argv[0] in ("--set", "--apply"):
+    apply, epochs = None, None
+    while argv and argv[0] in ("--set", "--apply", "--epochs"):
         flag, value, argv = argv[0], argv[1], argv[2:]
         if flag == "--apply":
             apply = value
+        elif flag == "--epochs":
+            epochs = int(value)
         else:
             name, _, text = value.partition("=")
             sets[name] = ast.literal_eval(text)
-    return sets, apply, argv
+    return sets, apply, epochs, argv
 
 
-SETS, APPLY, REST = options(sys.argv[1:])
+SETS, APPLY, EPOCHS, REST = options(sys.argv[1:])
 WORKERS = None if REST[0] == "own" else int(REST[0])
 SCRIPT = REST[1]
 starts: dict[int, list[tuple[float, int]]] = defaultdict(list)  # loader -> (iter() time, samples an epoch)
@@ -98,6 +103,8 @@ def applied(dataset: object) -> object:
 
 
 def start(self):  # type: ignore[no-untyped-def]
+    if EPOCHS is not None and len(starts[id(self)]) == EPOCHS:
+        raise SystemExit(0)  # enough epochs: the report is made at exit, the last epoch ending now
     starts[id(self)].append((time.perf_counter(), len(self.dataset)))  # type: ignore[arg-type]  # samples an epoch
     return built_iter(self)
 
