@@ -30,6 +30,7 @@ import runpy
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from torch.utils.data import DataLoader
 
@@ -81,6 +82,7 @@ def with_dataset(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 
 def applied(dataset: object) -> object:
+    sys.path.append(str(Path(__file__).resolve().parent.parent))  # this checkout's fastload, installed or not
     from fastload_cli.runner.child.transforms import derandomize, find_augmentations
 
     if APPLY == "no-aug":
