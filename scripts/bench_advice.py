@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Whether fastload's measured advice comes true when a user follows it.
 
-    python scripts/bench_advice.py [--cases a,b] [--rounds 3] [--epochs 4] [--out advice.json]
+    python scripts/bench_advice.py [--cases a,b] [--rounds 3] [--epochs 4] [--epoch-batches 400]
+                                   [--out advice.json]
 
 For every case of the zoo (``bench_accuracy.py``'s), ``fastload diagnose`` with its default
 settings, then each measured recommendation followed in plain training of the script (no
@@ -17,7 +18,8 @@ rounds:
 - ``reduce-augmentation-cost`` (a cost "up to"): the random transforms replaced by fastload's
   deterministic stand-ins, augmentation made free.
 
-Each plain run trains ``--epochs`` epochs of the script (its busiest loader's). The last three
+Each plain run trains ``--epochs`` epochs of the script (its busiest loader's), each cut at
+``--epoch-batches`` batches where the script's epochs are longer. The last three
 promise a steady state, so both arms are timed over the epochs after the first (the one-off
 filling of a cache happens before the first). Realized gain: the median of the per-round
 ratios; noise: half the range of those ratios. A recommendation comes true when it realizes at
@@ -50,7 +52,7 @@ FOLLOWED = {
 RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULTILINE)  # plain_epochs.py's line
 
 
-EPOCHS = ["--epochs", "4"]  # plain_epochs.py's, as --epochs sets it
+EPOCHS = ["--epochs", "4", "--epoch-batches", "400"]  # plain_epochs.py's, as the options set them
 
 
 def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, script_args: list[str]) -> float:
@@ -130,9 +132,10 @@ def main() -> int:
     parser.add_argument("--cases", help="comma-separated case names (default: every CPU case)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=4, help="epochs of each plain run")
+    parser.add_argument("--epoch-batches", type=int, default=400, help="batches of each epoch at most")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    EPOCHS[1] = str(args.epochs)
+    EPOCHS[1], EPOCHS[3] = str(args.epochs), str(args.epoch_batches)
     print(f"{'case':<22}{'recommendation':<24}{'promised':<9}{'realized':<9}noise", flush=True)
     rows = []
     for case in chosen_cases(args.cases, gpu=False):

@@ -5,7 +5,7 @@ loader timed from ``iter()`` to the next ``iter()`` (the last one to the script'
 start-up, its last step and the shutdown of its workers all count.
 
     python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug] [--epochs N]
-                                   W SCRIPT [ARGS...]
+                                   [--epoch-batches B] W SCRIPT [ARGS...]
 
 ``--set`` gives every DataLoader that argument (``persistent_workers=True``), as editing the
 script would. ``--apply`` follows advice that changes the dataset, the way a user adopts it:
@@ -13,8 +13,8 @@ script would. ``--apply`` follows advice that changes the dataset, the way a use
 before the loader starts (the one line the fixes library offers); ``no-aug`` puts fastload's
 deterministic stand-ins in place of the random transforms (augmentation made free: the most a
 cheaper augmentation can give). Nothing of fastload measures or runs beside the script.
-``--epochs N`` ends the script when its busiest loader starts epoch N + 1 (scripts that train
-longer than a comparison needs).
+``--epochs N`` ends the script when its busiest loader starts epoch N + 1, and ``--epoch-batches
+B`` ends each epoch after B batches (scripts that train longer than a comparison needs).
 
 Prints one line to stderr: W, then samples/s of each epoch, then their harmonic mean over all
 epochs ("all") and over the epochs after the first ("warm"), then the seconds spent filling caches.
@@ -35,23 +35,25 @@ from pathlib import Path
 from torch.utils.data import DataLoader
 
 
-def options(argv: list[str]) -> tuple[dict[str, object], str | None, int | None, list[str]]:
-    """The leading ``--set``, ``--apply`` and ``--epochs`` options, and the rest (W, SCRIPT, ARGS)."""
+def options(argv: list[str]) -> tuple[dict[str, object], dict[str, str], list[str]]:
+    """The leading ``--set`` options (DataLoader arguments), the others (``--apply``, ``--epochs``,
+    ``--epoch-batches``) by name, and the rest (W, SCRIPT, ARGS)."""
     sets: dict[str, object] = {}
-    apply, epochs = None, None
-    while argv and argv[0] in ("--set", "--apply", "--epochs"):
+    named: dict[str, str] = {}
+    while argv and argv[0] in ("--set", "--apply", "--epochs", "--epoch-batches"):
         flag, value, argv = argv[0], argv[1], argv[2:]
-        if flag == "--apply":
-            apply = value
-        elif flag == "--epochs":
-            epochs = int(value)
-        else:
+        if flag == "--set":
             name, _, text = value.partition("=")
             sets[name] = ast.literal_eval(text)
-    return sets, apply, epochs, argv
+        else:
+            named[flag] = value
+    return sets, named, argv
 
 
-SETS, APPLY, EPOCHS, REST = options(sys.argv[1:])
+SETS, NAMED, REST = options(sys.argv[1:])
+APPLY = NAMED.get("--apply")
+EPOCHS = int(NAMED["--epochs"]) if "--epochs" in NAMED else None
+EPOCH_BATCHES = int(NAMED["--epoch-batches"]) if "--epoch-batches" in NAMED else None
 WORKERS = None if REST[0] == "own" else int(REST[0])
 SCRIPT = REST[1]
 starts: dict[int, list[tuple[float, int]]] = defaultdict(list)  # loader -> (iter() time, samples an epoch)
@@ -107,8 +109,19 @@ def applied(dataset: object) -> object:
 def start(self):  # type: ignore[no-untyped-def]
     if EPOCHS is not None and len(starts[id(self)]) == EPOCHS:
         raise SystemExit(0)  # enough epochs: the report is made at exit, the last epoch ending now
-    starts[id(self)].append((time.perf_counter(), len(self.dataset)))  # type: ignore[arg-type]  # samples an epoch
-    return built_iter(self)
+    samples = len(self.dataset)  # type: ignore[arg-type]
+    if EPOCH_BATCHES is not None and self.batch_size is not None:
+        samples = min(samples, EPOCH_BATCHES * self.batch_size)
+    starts[id(self)].append((time.perf_counter(), samples))  # samples an epoch
+    return built_iter(self) if EPOCH_BATCHES is None else cut(built_iter(self), EPOCH_BATCHES)
+
+
+def cut(batches, count: int):  # type: ignore[no-untyped-def]
+    """The epoch's first ``count`` batches: the script's loop then ends the epoch."""
+    for i, batch in enumerate(batches):
+        if i == count:
+            return
+        yield batch
 
 
 def report() -> None:
