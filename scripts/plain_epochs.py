@@ -77,6 +77,8 @@ def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
 def with_dataset(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """The loader's arguments with its dataset changed as ``--apply`` says (once per dataset)."""
     dataset = args[0] if args else kwargs["dataset"]
+    if any(dataset is done for done in changed.values()):  # a loader rebuilt from a changed one (accelerate)
+        return args, kwargs
     if id(dataset) not in changed:
         changed[id(dataset)] = applied(dataset)
     new = changed[id(dataset)]
