@@ -183,6 +183,14 @@ class Facts:
         rate = real.throughput_batches_per_s
         return (loader.dataset_len / loader.batch_size) / rate if rate else None
 
+    def over_epochs(self, gain: float | None) -> float | None:
+        """A steady-state gain as training pays it, when the workers start again every epoch: a
+        fix that keeps the loader's workers speeds the epoch's steps, not their start-up."""
+        startup, epoch = self.startup_s, self.epoch_s
+        if gain is None or startup is None or epoch is None or gain <= 1:
+            return gain
+        return (startup + epoch) / (startup + epoch / gain)
+
     @property
     def restart_share(self) -> float | None:
         """The share of training time spent starting the workers again, every epoch."""

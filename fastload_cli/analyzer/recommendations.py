@@ -125,9 +125,9 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
             f"Measured: with {names} replaced by deterministic stand-ins, throughput rose {aug:.1f}x. "
             "Apply the expensive transforms to uint8 tensors rather than PIL images or float tensors "
             "(torchvision.transforms.v2), crop before colour and blur operations, or run augmentation "
-            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)."
+            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)." + epochs_line(f)
         ),
-        expected_speedup=bounded(aug, v.speedup_ceiling),
+        expected_speedup=f.over_epochs(bounded(aug, v.speedup_ceiling)),
         measured=True,
         evidence=cited(v, FindingKind.AUGMENTATION),
     )
@@ -168,11 +168,12 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
             + (
                 f" With every sample read and decoded into memory first (cached), training ran "
                 f"{speedup(f.cached, f.real):.2f}x as fast (measured): storage that costs nothing gives that much."
+                + epochs_line(f)
                 if cached is not None
                 else ""
             )
         ),
-        expected_speedup=cached if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling),
+        expected_speedup=f.over_epochs(cached) if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=cached is not None,
         evidence=cited(
             v,
@@ -312,6 +313,17 @@ def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
+def epochs_line(f: Facts) -> str:
+    """Where a steady-state gain was turned into training's (``Facts.over_epochs``): how."""
+    startup, epoch = f.startup_s, f.epoch_s
+    if startup is None or epoch is None or startup < th.STARTUP_NOTABLE_SHARE * epoch:
+        return ""  # the gain was adjusted by too little to say
+    return (
+        f" The gain given is over whole epochs: the workers still start again every epoch ({startup:.2f} s "
+        f"against {epoch:.2f} s of steps), which this does not speed up."
+    )
+
+
 def resolved(ceiling: float | None, noise: float) -> bool:
     """The speedup ceiling is beyond the noise: free inputs measurably sped training up."""
     return ceiling is not None and ceiling >= 1 + noise
@@ -422,8 +434,8 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     decoded-sample caching); as it was otherwise."""
     if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
         line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
-        gain = capped(cached, f.ceiling)  # steady states, as the ceiling: never above it
-        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}")
+        gain = f.over_epochs(capped(cached, f.ceiling))  # steady states, as the ceiling: never above it
+        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}{epochs_line(f)}")
     fix = trials.fix_for(rec.id, f.loader)
     tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
     if tried is None or tried.speedup is None:

@@ -206,3 +206,14 @@ def test_no_more_workers_for_io_when_every_core_is_busy() -> None:
     io_saturated = facts(b.summary(wait=0.8, busy=0.1, system=0.97), b.summary("synthetic", throughput=900.0))
     assert decide(io_saturated).bottleneck is Bottleneck.IO  # the loop waits while the loaders sleep
     assert "increase-num-workers" not in ids(io_saturated)
+
+
+def test_a_steady_state_gain_is_promised_over_whole_epochs_when_workers_start_every_epoch() -> None:
+    """Augmentation made free speeds the epoch's steps 2.5x, but the workers' start-up at every epoch
+    (5 s against 10.24 s of steps) stays: training gains what the whole epoch does."""
+    short = dataclasses.replace(AUG, loader=dataclasses.replace(AUG.loader, dataset_len=1024), epoch_startup_s=(5.0,))
+    found = rec.cheaper_augmentation(short, decide(short))
+    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5))
+    assert "start again every epoch (5.00 s against 10.24 s of steps)" in found.detail
+    steady = rec.cheaper_augmentation(AUG, decide(AUG))  # no start-up measured: the steady gain
+    assert steady is not None and steady.expected_speedup == pytest.approx(2.5)
