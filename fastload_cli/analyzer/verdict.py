@@ -121,7 +121,13 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
             between = "compute-bound and partly input-bound"
             confidence = _eased(f, confidence, th.CEILING_COMPUTE_BOUND, between, evidence)
         return _compute_bound(f, evidence, confidence, caveats)
-    if not f.contended:  # else the contention line says how the input pipeline costs the step time
+    return _mixed(f, evidence, caveats)
+
+
+def _mixed(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdict:
+    """Neither the wait nor the ceiling decides: partly input-bound, its cause known where the step
+    was measured slower beside the loaders (the contention line then says how)."""
+    if not f.contended:
         evidence.append(
             found(FindingKind.MIXED, "Both the step and the input pipeline cost time: neither signal is clear-cut.")
         )
