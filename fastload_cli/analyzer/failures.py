@@ -125,11 +125,11 @@ def substitution_hint(replaced: Sequence[str]) -> str:
 
 
 def describe_error(run: RunResult) -> str | None:
-    """What went wrong, in a job prefixed with the rank it happened on: the rank that raised, even
-    when the job is seen from another (its straggler)."""
+    """What went wrong, in a job prefixed with the rank it happened on: the rank the error was
+    raised on, even when the job is seen from another (its straggler)."""
     said = _what_went_wrong(run)
-    raised = next((r.rank for r in run.ranks if run.error is not None and r.error == run.error), run.rank)
-    return f"rank {raised}: {said}" if said is not None and run.ranks and raised is not None else said
+    where = run.error.rank if run.error is not None and run.error.rank is not None else run.rank
+    return f"rank {where}: {said}" if said is not None and run.ranks and where is not None else said
 
 
 def _what_went_wrong(run: RunResult) -> str | None:

@@ -148,6 +148,7 @@ class ScriptError:
     type_name: str
     message: str
     traceback: str
+    rank: int | None = None  # in a data-parallel job: the rank it was raised on
 
 
 # --------------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ class EventCollector:
         self.env = replace(self.env, **known)
 
     def _on_exception(self, e: dict[str, Any]) -> None:
-        self.error = build(ScriptError, e)
+        self.error = build(ScriptError, e, rank=self.rank)
         self.raised_ns = e.get("t_ns") if isinstance(e.get("t_ns"), int) else None
 
     def _on_breakdown(self, e: dict[str, Any]) -> None:

@@ -84,6 +84,13 @@ def test_an_epochs_end_is_kept_on_its_iterator() -> None:
     assert [it.ended_ns for it in c.iterators] == [50, None]
 
 
+def test_an_exception_in_a_job_carries_the_rank_it_was_raised_on() -> None:
+    c = EventCollector()
+    c.feed(line(kind="hello", pid=7, rank=1, local_rank=1, world_size=2))
+    c.feed(line(kind="exception", type_name="RuntimeError", message="boom", traceback="...", t_ns=1234))
+    assert c.error is not None and c.error.rank == 1
+
+
 def test_an_exception_is_kept_with_when_it_reached_the_child_and_the_bytes_are_counted() -> None:
     data = line(kind="exception", type_name="RuntimeError", message="boom", traceback="...", t_ns=1234)
     c = EventCollector()

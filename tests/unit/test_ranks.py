@@ -152,7 +152,7 @@ def straggling(mode: str = "real", spec: ModeSpec | None = None) -> RunResult:
 def test_a_job_that_failed_names_no_straggler_and_its_error_keeps_the_rank_that_raised() -> None:
     """The ranks of a failed job ran a few steps and waited for the one that raised: no straggler is
     named from them, and the job's error says which rank raised whichever rank the job is seen from."""
-    error = ScriptError(type_name="RuntimeError", message="rank 1 failed at step 15", traceback="")
+    error = ScriptError(type_name="RuntimeError", message="rank 1 failed at step 15", traceback="", rank=1)
     real = straggling()
     raiser = dataclasses.replace(real.ranks[1], status=RunStatus.FAILED, error=error)
     failed = dataclasses.replace(real.ranks[0], status=RunStatus.FAILED, error=error, ranks=(real.ranks[0], raiser))
