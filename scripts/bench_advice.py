@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_accuracy import Case, chosen_cases, diagnose, jpegs
 from benchlib import ROOT, alternated, write_json
@@ -68,6 +69,15 @@ def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, s
     return rates[which] or rates["all"]
 
 
+class Arms(NamedTuple):
+    """The script as written and as advised: each one's num_workers ("own": the script's) and
+    plain_epochs.py options, and the epochs compared ("all" or "warm")."""
+
+    own: tuple[str, tuple[str, ...]]
+    advised: tuple[str, tuple[str, ...]]
+    epochs: str
+
+
 class Unfollowed(Exception):
     """A plain run with the advice applied failed: the advice could not be followed this way."""
 
@@ -86,10 +96,10 @@ def follow(case: Case, report: dict, rounds: int) -> list[dict]:
         }
         if rec["id"] in WORKER_ADVICE:
             own, advised = report["sweep"]["current_workers"], report["sweep"]["recommended_workers"]
-            arms = ((str(own), ()), (str(advised), ()), "all")
+            arms = Arms((str(own), ()), (str(advised), ()), "all")
         elif rec["id"] in FOLLOWED:
             options, which = FOLLOWED[rec["id"]]
-            arms = (("own", ()), ("own", options), which)
+            arms = Arms(("own", ()), ("own", options), which)
         else:
             rows.append({**row, "applied": False, "why": "no plain way to apply it here"})
             continue
@@ -100,7 +110,7 @@ def follow(case: Case, report: dict, rounds: int) -> list[dict]:
     return rows
 
 
-def realized(case: Case, arms: tuple, promised: float, rounds: int) -> dict:
+def realized(case: Case, arms: Arms, promised: float, rounds: int) -> dict:
     """The advised arm against the script as written, in alternated plain runs."""
     (own, own_options), (advised, advised_options), which = arms
     script_args = [a.replace("{jpegs}", str(jpegs())) for a in case.args]

@@ -9,8 +9,8 @@ start-up, its last step and the shutdown of its workers all count.
 
 ``--set`` gives every DataLoader that argument (``persistent_workers=True``), as editing the
 script would. ``--apply`` follows advice that changes the dataset, the way a user adopts it:
-``cache-decoded`` wraps each loader's dataset in ``fastload_cli.fixes.DecodedCache`` and fills it
-before the loader starts (the one line the fixes library offers); ``no-aug`` puts fastload's
+``cache-decoded`` wraps each loader's dataset in ``fastload_cli.fixes.DecodedCache`` (as ``fastload
+try --fix cache-decoded`` does) and fills it before the loader starts; ``no-aug`` puts fastload's
 deterministic stand-ins in place of the random transforms (augmentation made free: the most a
 cheaper augmentation can give). Nothing of fastload measures or runs beside the script.
 ``--epochs N`` ends the script when its busiest loader starts epoch N + 1, and ``--epoch-batches
@@ -87,25 +87,22 @@ def with_dataset(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 def applied(dataset: object) -> object:
     sys.path.append(str(Path(__file__).resolve().parent.parent))  # this checkout's fastload, installed or not
-    from fastload_cli.runner.child.transforms import derandomize, find_augmentations
-
     if APPLY == "no-aug":
+        from fastload_cli.runner.child.transforms import derandomize
+
         walk = derandomize(dataset, frozenset(), frozenset())
         if not walk.found:
             raise SystemExit("no-aug: no random transform found in the dataset")
         return dataset
-    from fastload_cli.fixes import DecodedCache
+    from fastload_cli.runner.child.fixing import cache_view
 
     started = time.perf_counter()
-    try:
-        cache = DecodedCache(dataset)
-    except ValueError:
-        if find_augmentations(dataset, frozenset(), frozenset()):
-            raise SystemExit("cache-decoded: the dataset decodes and augments in one __getitem__") from None
-        cache = DecodedCache(dataset, attribute=None)  # nothing random: whole items
-    cache.fill()
+    view, what = cache_view(dataset, 0)  # as try's cached-decode builds it, checked on the first sample
+    if view is None:
+        raise SystemExit(f"cache-decoded: {what}")
+    view.fill(len(view))
     filling_s[0] += time.perf_counter() - started
-    return cache
+    return view
 
 
 def start(self):  # type: ignore[no-untyped-def]
