@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -154,6 +156,7 @@ def gather_facts(
         sweep=_sweep(runs, summaries, limits or search.Limits()),
         batch=batch_info(real_run) if real_run else None,
         epoch_startup_s=tuple((end - start) / 1e9 for start, end in starts),
+        epoch_walls=epoch_walls(real_run) if real_run else (),
         startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
@@ -194,6 +197,19 @@ def startup_spans(run: RunResult) -> list[tuple[int, int]]:
         for it in run.iterators
         if it.loader_id == loader_id and it.iterator_id in first_batch
     ]
+
+
+def epoch_walls(run: RunResult) -> tuple[tuple[float, int], ...]:
+    """Each epoch of the training loader that a next iter() followed: its wall time, from its
+    iter() to the next (start-up, steps, drain, and what the script did between), and its batches."""
+    loader_id = primary_loader_id(run)
+    batches = Counter(b.iterator_id for b in run.batches if b.loader_id == loader_id)
+    starts = sorted((it for it in run.iterators if it.loader_id == loader_id), key=lambda it: it.started_ns)
+    return tuple(
+        ((later.started_ns - it.started_ns) / NS, batches[it.iterator_id])
+        for it, later in itertools.pairwise(starts)
+        if batches[it.iterator_id]
+    )
 
 
 def _wait_ms(run: RunResult, q: float) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import step_slowdown
+from fastload_cli.analyzer.metrics import epoch_batches, step_slowdown
 from fastload_cli.records import BatchInfo, Breakdown, FixResult, LoaderInfo, RunSummary, SweepResult
 
 
@@ -32,6 +32,8 @@ class Facts:
     breakdown: Breakdown | None = None  # where a sample's loading time goes, when it was timed
     batch: BatchInfo | None = None  # the training loader's first batch
     epoch_startup_s: tuple[float, ...] = ()  # real run: iter() to first batch, for each epoch
+    # real run: each epoch a next iter() followed, its wall time (iter() to that iter()) and batches
+    epoch_walls: tuple[tuple[float, int], ...] = ()
     startup_busy: float | None = None  # real run: the workers' CPU share during those start-ups
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
@@ -177,19 +179,26 @@ class Facts:
     @property
     def epoch_s(self) -> float | None:
         """One epoch's steps at the real run's steady throughput, start-up left out."""
-        loader, real = self.loader, self.real
-        if loader is None or real is None or loader.dataset_len is None or not loader.batch_size:
-            return None
-        rate = real.throughput_batches_per_s
-        return (loader.dataset_len / loader.batch_size) / rate if rate else None
+        real, batches = self.real, epoch_batches(self.loader)
+        rate = real.throughput_batches_per_s if real is not None else None
+        return batches / rate if batches and rate else None
+
+    @property
+    def epoch_overhead_s(self) -> float | None:
+        """What an epoch costs besides its steps at the steady rate: the workers' start-up, the
+        burst and drain around the steady window, whatever the script does between epochs. From
+        the real run's whole epochs (the median), else the start-up alone where workers restart."""
+        rate = self.real.throughput_batches_per_s if self.real is not None else None
+        beyond = sorted(wall - batches / rate for wall, batches in self.epoch_walls) if rate else []
+        return max(0.0, beyond[len(beyond) // 2]) if beyond else self.startup_s
 
     def over_epochs(self, gain: float | None) -> float | None:
-        """A steady-state gain as training pays it, when the workers start again every epoch: a
-        fix that keeps the loader's workers speeds the epoch's steps, not their start-up."""
-        startup, epoch = self.startup_s, self.epoch_s
-        if gain is None or startup is None or epoch is None or gain <= 1:
+        """A steady-state gain as training pays it: a fix that speeds the epoch's steps leaves what
+        the epoch costs besides them (``epoch_overhead_s``) as it was."""
+        overhead, epoch = self.epoch_overhead_s, self.epoch_s
+        if gain is None or overhead is None or epoch is None or gain <= 1:
             return gain
-        return (startup + epoch) / (startup + epoch / gain)
+        return (overhead + epoch) / (overhead + epoch / gain)
 
     @property
     def restart_share(self) -> float | None:

@@ -8,9 +8,8 @@ order they are shown when their expected gains tie.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
-from fastload_cli.analyzer import search, trials
+from fastload_cli.analyzer import search
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import (
     LOADER_ACTIVITY,
@@ -31,6 +30,7 @@ from fastload_cli.analyzer.device_rules import (
     uint8_transfer,
 )
 from fastload_cli.analyzer.facts import speedup
+from fastload_cli.analyzer.promises import epochs_line, inside_noise, no_gain, verified
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
@@ -313,17 +313,6 @@ def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
     )
 
 
-def epochs_line(f: Facts) -> str:
-    """Where a steady-state gain was turned into training's (``Facts.over_epochs``): how."""
-    startup, epoch = f.startup_s, f.epoch_s
-    if startup is None or epoch is None or startup < th.STARTUP_NOTABLE_SHARE * epoch:
-        return ""  # the gain was adjusted by too little to say
-    return (
-        f" The gain given is over whole epochs: the workers still start again every epoch ({startup:.2f} s "
-        f"against {epoch:.2f} s of steps), which this does not speed up."
-    )
-
-
 def resolved(ceiling: float | None, noise: float) -> bool:
     """The speedup ceiling is beyond the noise: free inputs measurably sped training up."""
     return ceiling is not None and ceiling >= 1 + noise
@@ -331,9 +320,10 @@ def resolved(ceiling: float | None, noise: float) -> bool:
 
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
     """Workers restarted every epoch, at a measurable cost."""
-    startup, epoch_s = f.startup_s, f.epoch_s
+    startup, epoch_s, overhead = f.startup_s, f.epoch_s, f.epoch_overhead_s
     if f.loader is None or startup is None or epoch_s is None or startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
         return None
+    assert overhead is not None  # the start-up at least
     return Recommendation(
         id="persistent-workers",
         title="Keep the workers between epochs: persistent_workers=True",
@@ -344,7 +334,9 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
             f"    {loader_change(f.loader, [('num_workers', f.loader.num_workers), ('persistent_workers', True)])}"
         ),
         # Not capped by the speedup ceiling: the steady-state runs it comes from leave start-up out.
-        expected_speedup=(epoch_s + startup) / epoch_s,
+        # What an epoch costs besides its start-up and steps (its drain, the script's work between
+        # epochs) stays.
+        expected_speedup=(epoch_s + overhead) / (epoch_s + max(0.0, overhead - startup)),
         measured=False,
         evidence=(f"Worker start-up per epoch: {startup:.2f} s over {len(f.epoch_startup_s)} epoch(s).",),
     )
@@ -422,29 +414,3 @@ def _a_trade(f: Facts) -> bool:
 
 def _gain(rec: Recommendation) -> float:
     return rec.expected_speedup or 0.0
-
-
-def no_gain(rec: Recommendation, f: Facts) -> bool:
-    """A run with the recommendation applied measured no gain beyond the noise: listed last."""
-    return rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise
-
-
-def verified(rec: Recommendation, f: Facts) -> Recommendation:
-    """``rec`` with the gain a run with its fix applied measured, when one ran (the cached run for
-    decoded-sample caching); as it was otherwise."""
-    if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
-        line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
-        gain = f.over_epochs(capped(cached, f.ceiling))  # steady states, as the ceiling: never above it
-        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}{epochs_line(f)}")
-    fix = trials.fix_for(rec.id, f.loader)
-    tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
-    if tried is None or tried.speedup is None:
-        return rec
-    line = f"Verified by a run with {tried.name} applied: {tried.reason}."
-    return replace(rec, expected_speedup=round(tried.speedup, 2), measured=True, detail=f"{rec.detail}\n{line}")
-
-
-def inside_noise(rec: Recommendation, f: Facts) -> bool:
-    """An estimated gain no run could tell from noise: not advice. Measured recommendations carry
-    their own test (a sweep's significance; the step's, which says input work will not help)."""
-    return not rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise

@@ -85,6 +85,21 @@ def test_epochs_too_short_for_a_steady_state_count_whole_with_their_start_up() -
     assert s.wall_s == pytest.approx((200 + 7 * 10 + 4 * 40) / 1000)
 
 
+def test_each_epoch_a_next_iter_followed_is_timed_whole() -> None:
+    # two 12-batch epochs 5 s apart, then a third begun: the first two are whole, from iter() to iter()
+    from fastload_cli.analyzer import epoch_walls
+    from fastload_cli.records import IteratorInfo
+
+    starts = (0, 5_000 * MS, 12_000 * MS)
+    epochs = [b.batches([200] + [30] * 11, 10, iterator_id=i + 1, start_ns=t) for i, t in enumerate(starts)]
+    iterators = tuple(
+        IteratorInfo(loader_id=1, iterator_id=i + 1, started_ns=t, ready_ns=t, worker_pids=(), reused=False)
+        for i, t in reversed(list(enumerate(starts)))
+    )
+    run = dataclasses.replace(b.run("real", [x for e in epochs for x in e[:5]]), iterators=iterators)
+    assert epoch_walls(run) == ((5.0, 5), (7.0, 5))
+
+
 def test_a_run_planned_in_whole_epochs_counts_only_the_epochs_that_ran_whole() -> None:
     # 12-batch epochs, 8-batch bursts; a warm-up of one whole epoch, and a run stopped at batch 5
     # of the fourth: the second and third epochs count. The fourth's start, counted, would

@@ -202,6 +202,30 @@ def test_saturated_cores_without_reads_get_no_advice_that_contradicts_the_notes(
     assert "cores-saturated" in found
 
 
+def test_what_a_whole_epoch_costs_besides_its_steps_stays_when_the_real_run_crossed_one() -> None:
+    """An epoch of the real run took 17 s: 10.24 s of steps at the steady rate and 6.76 s besides
+    (a 5 s start-up, then the drain and whatever the script does between epochs). Free augmentation
+    leaves all 6.76 s; persistent workers save the start-up alone."""
+    loader = dataclasses.replace(AUG.loader, dataset_len=1024)
+    crossed = dataclasses.replace(AUG, loader=loader, epoch_startup_s=(5.0,), epoch_walls=((17.0, 32),))
+    assert crossed.epoch_overhead_s == pytest.approx(6.76)
+    found = rec.cheaper_augmentation(crossed, decide(crossed))
+    assert found is not None and found.expected_speedup == pytest.approx((6.76 + 10.24) / (6.76 + 10.24 / 2.5))
+    assert "each epoch took 6.76 s besides its 10.24 s of steps" in found.detail
+    kept = rec.persistent_workers(crossed, decide(crossed))
+    assert kept is not None and kept.expected_speedup == pytest.approx(17.0 / (10.24 + 1.76))
+
+
+def test_an_epoch_has_as_many_steps_as_the_loader_says_when_a_batch_sampler_batches() -> None:
+    """A loader prepared by accelerate batches through its batch sampler: DataLoader.batch_size is
+    None, and len(loader) gives the epoch's 32 batches."""
+    loader = dataclasses.replace(AUG.loader, batch_size=None, batches_per_epoch=32)
+    sampled = dataclasses.replace(AUG, loader=loader, epoch_startup_s=(5.0,))
+    assert sampled.epoch_s == pytest.approx(10.24)
+    found = rec.cheaper_augmentation(sampled, decide(sampled))
+    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5))
+
+
 def test_no_more_workers_for_io_when_every_core_is_busy() -> None:
     io_saturated = facts(b.summary(wait=0.8, busy=0.1, system=0.97), b.summary("synthetic", throughput=900.0))
     assert decide(io_saturated).bottleneck is Bottleneck.IO  # the loop waits while the loaders sleep

@@ -1,0 +1,59 @@
+"""What a recommendation promises, held against what was measured: a steady-state gain turned
+into whole epochs' (``epochs_line``), a run with the fix applied (``verified``), and the noise an
+estimate must clear (``inside_noise``) or a measured gain falls inside (``no_gain``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer import trials
+from fastload_cli.analyzer.advice import capped
+from fastload_cli.analyzer.facts import Facts, speedup
+from fastload_cli.records import Recommendation
+
+
+def epochs_line(f: Facts) -> str:
+    """Where a steady-state gain was turned into training's (``Facts.over_epochs``): how."""
+    overhead, epoch = f.epoch_overhead_s, f.epoch_s
+    if overhead is None or epoch is None or overhead < th.STARTUP_NOTABLE_SHARE * epoch:
+        return ""  # the gain was adjusted by too little to say
+    if not f.epoch_walls:
+        what = f"the workers still start again every epoch ({overhead:.2f} s against {epoch:.2f} s of steps)"
+    else:
+        what = (
+            f"each epoch took {overhead:.2f} s besides its {epoch:.2f} s of steps (measured over whole epochs: "
+            "start-up, drain, and what the script does between epochs)"
+        )
+    return f" The gain given is over whole epochs: {what}, which this does not speed up."
+
+
+def no_gain(rec: Recommendation, f: Facts) -> bool:
+    """A run with the recommendation applied measured no gain beyond the noise: listed last."""
+    return rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise
+
+
+def verified(rec: Recommendation, f: Facts) -> Recommendation:
+    """``rec`` with the gain a run with its fix applied measured, when one ran (the cached run for
+    decoded-sample caching); as it was otherwise."""
+    if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
+        line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
+        gain = f.over_epochs(capped(cached, f.ceiling))  # steady states, as the ceiling: never above it
+        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}{epochs_line(f)}")
+    fix = trials.fix_for(rec.id, f.loader)
+    tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
+    if tried is None or tried.speedup is None:
+        return rec
+    line = f"Verified by a run with {tried.name} applied: {tried.reason}."
+    gain = tried.speedup
+    if rec.id == "persistent-workers" and rec.expected_speedup is not None:
+        # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches
+        # than an epoch has, overstates what keeping the workers saves. The estimate is per epoch.
+        gain = min(gain, rec.expected_speedup)
+    return replace(rec, expected_speedup=round(gain, 2), measured=True, detail=f"{rec.detail}\n{line}")
+
+
+def inside_noise(rec: Recommendation, f: Facts) -> bool:
+    """An estimated gain no run could tell from noise: not advice. Measured recommendations carry
+    their own test (a sweep's significance; the step's, which says input work will not help)."""
+    return not rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise
