@@ -89,9 +89,13 @@ class Facts:
 
     @property
     def ceiling_noise(self) -> float:
-        """The relative noise of the ceiling: the real and synthetic runs' spreads added, never
-        below what paired runs of one setting differ by on a quiet machine."""
-        spreads = [s.throughput_spread or 0.0 for s in (self.real, self.synthetic) if s is not None]
+        """The relative noise of the ceiling (``noise_against`` the synthetic run)."""
+        return self.noise_against(self.synthetic)
+
+    def noise_against(self, other: RunSummary | None) -> float:
+        """The relative noise of a speedup between the real run and ``other``: their spreads
+        added, never below what paired runs of one setting differ by on a quiet machine."""
+        spreads = [s.throughput_spread or 0.0 for s in (self.real, other) if s is not None]
         return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
 
     @property

@@ -30,7 +30,7 @@ from fastload_cli.analyzer.device_rules import (
     uint8_transfer,
 )
 from fastload_cli.analyzer.facts import speedup
-from fastload_cli.analyzer.promises import epochs_line, inside_noise, no_gain, verified
+from fastload_cli.analyzer.promises import epochs_line, inside_noise, no_gain, noise_line, promised, verified
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
@@ -125,9 +125,11 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
             f"Measured: with {names} replaced by deterministic stand-ins, throughput rose {aug:.1f}x. "
             "Apply the expensive transforms to uint8 tensors rather than PIL images or float tensors "
             "(torchvision.transforms.v2), crop before colour and blur operations, or run augmentation "
-            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)." + epochs_line(f)
+            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)."
+            + epochs_line(f)
+            + noise_line(f, aug, f.no_aug)
         ),
-        expected_speedup=f.over_epochs(bounded(aug, v.speedup_ceiling)),
+        expected_speedup=promised(f, bounded(aug, v.speedup_ceiling), f.no_aug),
         measured=True,
         evidence=cited(v, FindingKind.AUGMENTATION),
     )
@@ -169,11 +171,14 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
                 f" With every sample read and decoded into memory first (cached), training ran "
                 f"{speedup(f.cached, f.real):.2f}x as fast (measured): storage that costs nothing gives that much."
                 + epochs_line(f)
+                + noise_line(f, cached, f.cached)
                 if cached is not None
                 else ""
             )
         ),
-        expected_speedup=f.over_epochs(cached) if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling),
+        expected_speedup=(
+            promised(f, cached, f.cached) if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling)
+        ),
         measured=cached is not None,
         evidence=cited(
             v,

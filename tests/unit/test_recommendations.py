@@ -66,8 +66,18 @@ def test_augmentation_rule_is_measured_and_names_the_transforms() -> None:
     found = rec.cheaper_augmentation(AUG, decide(AUG))
     assert found is not None
     assert found.measured is True
-    assert found.expected_speedup == pytest.approx(2.5)
+    assert found.expected_speedup == pytest.approx(2.5 / 1.05)  # runs without a spread: the 5% floor
     assert "ColorJitter" in found.detail and "RandomRotation" in found.detail
+
+
+def test_a_measured_steady_state_gain_is_promised_at_the_low_edge_of_its_runs_noise() -> None:
+    """2.5x between a real run whose throughput moved ±12% and a no-aug run that moved ±8%: what a
+    user can count on is 2.5x over 1.2."""
+    real, no_aug = (dataclasses.replace(s, throughput_spread=x) for s, x in ((AUG.real, 0.12), (AUG.no_aug, 0.08)))
+    noisy = dataclasses.replace(AUG, real=real, no_aug=no_aug)
+    found = rec.cheaper_augmentation(noisy, decide(noisy))
+    assert found is not None and found.expected_speedup == pytest.approx(2.5 / 1.2)
+    assert "told apart to ±20%" in found.detail
 
 
 def test_augmentation_rule_silent_when_no_aug_was_not_faster() -> None:
@@ -210,7 +220,8 @@ def test_what_a_whole_epoch_costs_besides_its_steps_stays_when_the_real_run_cros
     crossed = dataclasses.replace(AUG, loader=loader, epoch_startup_s=(5.0,), epoch_walls=((17.0, 32),))
     assert crossed.epoch_overhead_s == pytest.approx(6.76)
     found = rec.cheaper_augmentation(crossed, decide(crossed))
-    assert found is not None and found.expected_speedup == pytest.approx((6.76 + 10.24) / (6.76 + 10.24 / 2.5))
+    whole = (6.76 + 10.24) / (6.76 + 10.24 / 2.5)
+    assert found is not None and found.expected_speedup == pytest.approx(whole / 1.05)
     assert "each epoch took 6.76 s besides its 10.24 s of steps" in found.detail
     kept = rec.persistent_workers(crossed, decide(crossed))
     assert kept is not None and kept.expected_speedup == pytest.approx(17.0 / (10.24 + 1.76))
@@ -223,7 +234,7 @@ def test_an_epoch_has_as_many_steps_as_the_loader_says_when_a_batch_sampler_batc
     sampled = dataclasses.replace(AUG, loader=loader, epoch_startup_s=(5.0,))
     assert sampled.epoch_s == pytest.approx(10.24)
     found = rec.cheaper_augmentation(sampled, decide(sampled))
-    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5))
+    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5) / 1.05)
 
 
 def test_no_more_workers_for_io_when_every_core_is_busy() -> None:
@@ -237,7 +248,7 @@ def test_a_steady_state_gain_is_promised_over_whole_epochs_when_workers_start_ev
     (5 s against 10.24 s of steps) stays: training gains what the whole epoch does."""
     short = dataclasses.replace(AUG, loader=dataclasses.replace(AUG.loader, dataset_len=1024), epoch_startup_s=(5.0,))
     found = rec.cheaper_augmentation(short, decide(short))
-    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5))
+    assert found is not None and found.expected_speedup == pytest.approx((5 + 10.24) / (5 + 10.24 / 2.5) / 1.05)
     assert "start again every epoch (5.00 s against 10.24 s of steps)" in found.detail
     steady = rec.cheaper_augmentation(AUG, decide(AUG))  # no start-up measured: the steady gain
-    assert steady is not None and steady.expected_speedup == pytest.approx(2.5)
+    assert steady is not None and steady.expected_speedup == pytest.approx(2.5 / 1.05)
