@@ -1,5 +1,5 @@
 """What a recommendation promises, held against what was measured: a steady-state gain as
-training can count on it (``promised``: over whole epochs, at the low edge of its runs' noise), a
+training can count on it (``promise``: over whole epochs, at the low edge of its runs' noise), a
 run with the fix applied (``verified``), and the noise an estimate must clear (``inside_noise``)
 or a measured gain falls inside (``no_gain``)."""
 
@@ -14,25 +14,20 @@ from fastload_cli.analyzer.facts import Facts, speedup
 from fastload_cli.records import Recommendation, RunSummary
 
 
-def promised(f: Facts, gain: float | None, run: RunSummary | None) -> float | None:
-    """A steady-state gain measured between the real run and ``run``, as training can count on it:
-    over whole epochs (``Facts.over_epochs``), then divided by the two runs' noise. Each run was
-    measured once, on a machine that may be busy; what a user gets by following the advice is at
-    least what survives that noise, and that is what is promised."""
+def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float | None, str]:
+    """A steady-state gain measured between the real run and ``run``, as training can count on it,
+    and the sentences that say how it was made: over whole epochs (``Facts.over_epochs``), then
+    divided by the two runs' noise. Each run was measured once, on a machine that may be busy; what
+    a user gets by following the advice is at least what survives that noise, and that is what is
+    promised."""
     whole = f.over_epochs(gain)
     if whole is None or whole <= 1:
-        return whole
-    return max(1.0, whole / (1 + f.noise_against(run)))
-
-
-def noise_line(f: Facts, gain: float | None, run: RunSummary | None) -> str:
-    """Where ``promised`` divided a gain by its runs' noise: by how much."""
-    if gain is None or gain <= 1:
-        return ""
+        return whole, epochs_line(f)
     noise = f.noise_against(run)
-    return (
+    said = (
         f" The two runs it comes from are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
     )
+    return max(1.0, whole / (1 + noise)), epochs_line(f) + said
 
 
 def epochs_line(f: Facts) -> str:
@@ -60,9 +55,8 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     decoded-sample caching); as it was otherwise."""
     if rec.id == "cache-decoded-samples" and (cached := speedup(f.cached, f.real)) is not None:
         line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
-        line += epochs_line(f) + noise_line(f, cached, f.cached)
-        gain = promised(f, capped(cached, f.ceiling), f.cached)  # steady states, as the ceiling: never above it
-        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}")
+        gain, how = promise(f, capped(cached, f.ceiling), f.cached)  # steady states, as the ceiling: never above it
+        return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}{how}")
     fix = trials.fix_for(rec.id, f.loader)
     tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
     if tried is None or tried.speedup is None:

@@ -30,7 +30,7 @@ from fastload_cli.analyzer.device_rules import (
     uint8_transfer,
 )
 from fastload_cli.analyzer.facts import speedup
-from fastload_cli.analyzer.promises import epochs_line, inside_noise, no_gain, noise_line, promised, verified
+from fastload_cli.analyzer.promises import inside_noise, no_gain, promise, verified
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
@@ -118,6 +118,7 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
     if aug is None or aug < th.AUG_SPEEDUP_SIGNIFICANT or not input_bound(v):
         return None
     names = ", ".join(dict.fromkeys(s.split("(")[0] for s in f.substituted)) or "the random transforms"
+    gain, how = promise(f, bounded(aug, v.speedup_ceiling), f.no_aug)
     return Recommendation(
         id="reduce-augmentation-cost",
         title=f"Make augmentation cheaper: it costs up to {aug:.1f}x throughput",
@@ -125,11 +126,9 @@ def cheaper_augmentation(f: Facts, v: Verdict) -> Recommendation | None:
             f"Measured: with {names} replaced by deterministic stand-ins, throughput rose {aug:.1f}x. "
             "Apply the expensive transforms to uint8 tensors rather than PIL images or float tensors "
             "(torchvision.transforms.v2), crop before colour and blur operations, or run augmentation "
-            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)."
-            + epochs_line(f)
-            + noise_line(f, aug, f.no_aug)
+            "on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia, NVIDIA DALI)." + how
         ),
-        expected_speedup=promised(f, bounded(aug, v.speedup_ceiling), f.no_aug),
+        expected_speedup=gain,
         measured=True,
         evidence=cited(v, FindingKind.AUGMENTATION),
     )
@@ -160,6 +159,7 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
     if v.bottleneck is not Bottleneck.IO or not pipeline_bound(f, v):
         return None
     cached = capped(speedup(f.cached, f.real), v.speedup_ceiling)  # steady states, as the ceiling
+    gain, how = promise(f, cached, f.cached) if cached is not None else (None, "")
     return Recommendation(
         id="faster-storage",
         title="Read from faster storage, or in fewer, larger reads",
@@ -170,15 +170,12 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
             + (
                 f" With every sample read and decoded into memory first (cached), training ran "
                 f"{speedup(f.cached, f.real):.2f}x as fast (measured): storage that costs nothing gives that much."
-                + epochs_line(f)
-                + noise_line(f, cached, f.cached)
+                + how
                 if cached is not None
                 else ""
             )
         ),
-        expected_speedup=(
-            promised(f, cached, f.cached) if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling)
-        ),
+        expected_speedup=gain if cached is not None else bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=cached is not None,
         evidence=cited(
             v,
