@@ -93,10 +93,8 @@ class Facts:
         return self.noise_against(self.synthetic)
 
     def noise_against(self, other: RunSummary | None) -> float:
-        """The relative noise of a speedup between the real run and ``other``: their spreads
-        added, never below what paired runs of one setting differ by on a quiet machine."""
-        spreads = [s.throughput_spread or 0.0 for s in (self.real, other) if s is not None]
-        return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
+        """The relative noise of a speedup between the real run and ``other`` (``pair_noise``)."""
+        return pair_noise(self.real, other)
 
     @property
     def cores_saturated(self) -> bool:
@@ -243,6 +241,13 @@ class Facts:
                     f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
                 )
         return None
+
+
+def pair_noise(a: RunSummary | None, b: RunSummary | None) -> float:
+    """The relative noise of a speedup between two runs: their throughput spreads added, never
+    below what paired runs of one setting differ by on a quiet machine."""
+    spreads = [s.throughput_spread or 0.0 for s in (a, b) if s is not None]
+    return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
 
 
 def speedup(faster: RunSummary | None, base: RunSummary | None) -> float | None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from fastload_cli.analyzer import same_batches
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice import loader_change
+from fastload_cli.analyzer.facts import pair_noise
 from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
 from fastload_cli.records import (
     UNCHANGED,
@@ -166,7 +167,7 @@ def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str
         return _unmeasured(name, why, change, applies=True)
     base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
     speedup = summary.training_samples_per_s / base if base else None
-    spread = max(th.SWEEP_NOISE_FLOOR, (summary.throughput_spread or 0.0) + (real.throughput_spread or 0.0))
+    spread = pair_noise(summary, real)
     memory = summary.rss_bytes - real.rss_bytes if summary.rss_bytes and real.rss_bytes else None
     return FixResult(
         name=name,
