@@ -64,6 +64,10 @@ class BatchRecord:
     # shapes, and a digest of their bytes (None where not readable on the CPU).
     layout_key: str | None = None
     values_key: str | None = None
+    worker: int | None = None  # the index of the DataLoader worker that made it (None: the main process)
+    # An IterableDataset's batch: a digest of its first and last samples, to find workers that
+    # yield the same samples (None: a map-style dataset, whose sampler hands out distinct indices).
+    samples_key: str | None = None
 
     @property
     def wait_ns(self) -> int:
@@ -141,6 +145,10 @@ class ChildEnv:
     cuda_devices: tuple[str, ...] = ()
     torch_threads: int | None = None
     process_group: bool | None = None  # torch.distributed's process group was formed (said only when it was)
+    sharing_strategy: str | None = None  # torch.multiprocessing's: "file_descriptor" or "file_system"
+    fd_limit: int | None = None  # the soft limit on open file descriptors (RLIMIT_NOFILE)
+    shm_total_bytes: int | None = None  # /dev/shm, where workers put the batches they hand over
+    shm_free_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +182,13 @@ class ProcSample:
     # In uninterruptible sleep when sampled (state D): blocked in the kernel, almost always on
     # storage (a read, a page fault on a mapped file); None where the state could not be read.
     blocked: bool | None = None
+    threads: int | None = None
+    involuntary_switches: int | None = None  # cumulative: taken off a CPU while runnable
+    # Read on some ticks only (None between): open file descriptors on every few, and a worker's own
+    # memory (USS: pages it copied from its parent or made; shared pages left out), in turn with the others.
+    fds: int | None = None
+    unique_bytes: int | None = None
+    thread_cpu_s: tuple[tuple[int, float], ...] = ()  # (thread id, cumulative CPU seconds) for each thread
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,13 +16,14 @@ import hook), so fastload never imports torch ahead of the script. What is patch
 * A subclass's own ``__iter__`` (one that runs the base iterator in a background thread, say):
   what it returns is wrapped, so batches are timed and counted once, where the loop takes them;
   the base iterator inside it still applies the mode but reports nothing.
+* ``_MultiProcessingDataLoaderIter._process_data``: notes which worker made the batch it hands
+  over, so each batch is reported with its worker.
 
 Only the stdlib (and torch, through the objects it patches) is used here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -43,10 +44,12 @@ from fastload_cli.runner.child.batches import (
     batch_size_and_bytes,
     fingerprint,
     safe_len,
+    samples_key,
     seed_everything,
 )
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.clock import ThreadClock, delta
+from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
@@ -75,6 +78,9 @@ class Hooks:
         loader_cls.__init__ = self._wrap_init(loader_cls.__init__)
         loader_cls.__iter__ = self._wrap_iter(loader_cls.__iter__)
         iter_cls.__next__ = self._wrap_next(iter_cls.__next__)
+        workers_cls = getattr(module, "_MultiProcessingDataLoaderIter", None)
+        if workers_cls is not None and hasattr(workers_cls, "_process_data"):
+            workers_cls._process_data = _noting_worker(workers_cls._process_data)
 
     # -- DataLoader.__init__ ---------------------------------------------------------------
 
@@ -111,7 +117,9 @@ class Hooks:
             found = []
             problem = f"transforms not inspected: {type(exc).__name__}: {exc}"
             self.channel.substitution(loader_id, "dataset", problem, UNCHANGED)
-        loader._fastload_state = LoaderState(loader_id=loader_id, collated=bool(loader._auto_collation))
+        loader._fastload_state = LoaderState(
+            loader_id=loader_id, collated=bool(loader._auto_collation), iterable=loader._dataset_kind == 1
+        )
         self._wrap_override(type(loader))
         context = loader.multiprocessing_context
         self.channel.emit(
@@ -232,6 +240,7 @@ class Hooks:
         since = self.clock.since_last(cpu0, runq0)
         try:
             batch = produce(iterator)
+            worker = getattr(iterator, "_fastload_worker", None)
         except StopIteration:  # the epoch's end: its last step and the workers' shutdown are behind
             self.channel.emit(
                 EventKind.EPOCH_END,
@@ -243,7 +252,7 @@ class Hooks:
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
         self.clock.mark(cpu1, runq1)
-        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, delta(runq0, runq1)), since, synthetic)
+        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, delta(runq0, runq1)), since, synthetic, worker)
         return batch
 
     def _delivered(
@@ -254,6 +263,7 @@ class Hooks:
         waiting: tuple[int, int | None],
         stepping: tuple[int | None, int | None],
         synthetic: bool,
+        worker: int | None = None,
     ) -> None:
         loader = epoch.loader
         try:
@@ -275,6 +285,8 @@ class Hooks:
             step_cpu_ns=stepping[0],
             step_runq_ns=stepping[1],
             synthetic=synthetic,
+            worker=worker,
+            samples_key=self._samples_key(loader, batch, synthetic),
         )
         if loader.batches == 0:
             self._report_layout(loader.loader_id, batch)
@@ -300,12 +312,33 @@ class Hooks:
             return {}
         return {"layout_key": layout, "values_key": values}
 
+    def _samples_key(self, loader: LoaderState, batch: Any, synthetic: bool) -> str | None:
+        """An IterableDataset's batch in the real run: the digest that finds workers repeating samples."""
+        if not loader.iterable or synthetic or self.spec.mode.mode is not Mode.REAL:
+            return None
+        try:
+            return samples_key(batch)
+        except Exception:  # a nicety, never worth breaking the script
+            return None
+
     def _report_layout(self, loader_id: int, batch: Any) -> None:
         try:
             leaves = batch_layout(batch)
         except Exception:  # describing the batch is a nicety, never worth breaking the script
             leaves = []
         self.channel.emit(EventKind.LAYOUT, loader_id=loader_id, python_type=type(batch).__qualname__, leaves=leaves)
+
+
+def _noting_worker(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``_MultiProcessingDataLoaderIter._process_data``, noting on the iterator which worker made
+    the batch it hands over (read where the batch is timed)."""
+
+    def _process_data(iterator: Any, data: Any, worker_idx: int, *args: Any, **kwargs: Any) -> Any:
+        iterator._fastload_worker = worker_idx
+        return original(iterator, data, worker_idx, *args, **kwargs)
+
+    _process_data.__wrapped__ = original  # type: ignore[attr-defined]
+    return _process_data
 
 
 _outer_calls = threading.local()  # inside an overriding __iter__ being timed, per thread
@@ -328,30 +361,6 @@ class OuterIterator:
 
     def __getattr__(self, name: str) -> Any:  # close(), send() and whatever else the script uses
         return getattr(self._inner, name)
-
-
-def torch_env(final: bool) -> dict[str, Any]:
-    """What the child knows of torch; CUDA availability is only asked at the end of a run,
-    since asking initialises the CUDA driver, which must not happen before workers fork."""
-    torch = sys.modules.get("torch")
-    env: dict[str, Any] = {"python": sys.version.split()[0]}
-    if torch is None:
-        return env
-    env["torch"] = torch.__version__
-    env["torch_threads"] = torch.get_num_threads()
-    in_use = bool(torch.cuda.is_initialized())
-    env["cuda_in_use"] = in_use
-    with contextlib.suppress(Exception):  # only said when formed: a script may destroy it before the end
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            env["process_group"] = True
-    if in_use or final:
-        try:
-            env["cuda_available"] = bool(torch.cuda.is_available())
-            if in_use:
-                env["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        except Exception:  # a broken driver must not crash the report
-            env["cuda_available"] = None
-    return env
 
 
 # --------------------------------------------------------------------------------------------

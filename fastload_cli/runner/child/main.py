@@ -38,6 +38,7 @@ from fastload_cli.records.protocol import (
 )
 from fastload_cli.runner.child import hooks, in_process, stacks
 from fastload_cli.runner.child.channel import Channel
+from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import MeasurementDone
 
 PR_SET_PDEATHSIG = 1
@@ -158,7 +159,7 @@ def main() -> NoReturn:
     reason, code = run_script(channel, script_file)
     _State.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
-    channel.emit(EventKind.ENV, **hooks.torch_env(final=True))
+    channel.emit(EventKind.ENV, **torch_env(final=True))
     channel.emit(EventKind.END, reason=reason.value, exit_code=code, t_ns=time.monotonic_ns())
     if reason is StopReason.ENOUGH_BATCHES:
         # Leave now: the script's non-daemon threads (background prefetchers) and its DataLoader

@@ -39,6 +39,7 @@ class LoaderState:
 
     loader_id: int
     collated: bool
+    iterable: bool = False  # an IterableDataset: its batches' samples are digested (workers may repeat them)
     batches: int = 0  # delivered so far, all epochs
     # The loader's class overrides __iter__ (a background-thread prefetcher, say): batches are
     # timed where its iterator hands them to the loop, and the base iterator inside stays silent.
