@@ -6,6 +6,7 @@
     loader = CudaPrefetcher(loader)                    # ... and is copied to the GPU on a side stream
     dataset = DecodedCache(dataset, max_bytes=8 << 30) # decode each sample once, augment every time
     images = GpuNormalize(mean, std)(images.cuda())    # send uint8, normalise on the GPU
+    DataLoader(..., worker_init_fn=WorkerThreads(1))   # one thread per worker: BLAS, OpenMP, OpenCV
 
 Each wraps what you have and keeps its interface (``len``, attributes such as ``dataset`` or
 ``sampler`` pass through). torch is imported only when a fix needs it.
@@ -21,7 +22,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["CudaPrefetcher", "DecodedCache", "GpuNormalize", "ThreadPrefetcher", "map_tensors", "sample_nbytes"]
+__all__ = [
+    "CudaPrefetcher",
+    "DecodedCache",
+    "GpuNormalize",
+    "ThreadPrefetcher",
+    "WorkerThreads",
+    "limit_threads",
+    "map_tensors",
+    "sample_nbytes",
+]
 
 _END = object()  # the producer thread's "no more batches"
 
@@ -384,3 +394,41 @@ class GpuNormalize:
                 torch.tensor(self.std, device=device, dtype=dtype).view(shape),
             )
         return self._constants[key]
+
+
+# --------------------------------------------------------------------------------------------
+# One thread per worker: thread pools sized for the machine, started in every forked worker
+# --------------------------------------------------------------------------------------------
+
+
+def limit_threads(threads: int) -> None:
+    """Limit this process's thread pools to ``threads``: torch's, OpenCV's, and the BLAS and OpenMP
+    libraries loaded (OpenBLAS, MKL, libgomp) through threadpoolctl where it is installed."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    cv2 = sys.modules.get("cv2")
+    if cv2 is not None and hasattr(cv2, "setNumThreads"):
+        cv2.setNumThreads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        warnings.warn("threadpoolctl is not installed: BLAS and OpenMP pools keep their size", stacklevel=2)
+        return
+    threadpool_limits(threads)
+
+
+class WorkerThreads:
+    """A DataLoader ``worker_init_fn`` that limits each worker to ``threads`` threads
+    (``limit_threads``), then runs the loader's own ``worker_init_fn``, if it had one::
+
+        DataLoader(dataset, num_workers=4, worker_init_fn=WorkerThreads(1, then=seed_worker))
+    """
+
+    def __init__(self, threads: int = 1, then: Callable[[int], Any] | None = None) -> None:
+        self.threads, self.then = threads, then
+
+    def __call__(self, worker_id: int) -> None:
+        limit_threads(self.threads)
+        if self.then is not None:
+            self.then(worker_id)

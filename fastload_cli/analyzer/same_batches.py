@@ -6,7 +6,7 @@ tensors' paths, dtypes and shapes, and a digest of their bytes), with the genera
 as the first loader is built, so both runs draw the same shuffle order and the same workers' seeds.
 Shapes and dtypes must match. Values must match too where the pipeline draws nothing at random;
 where it does (random augmentation), a different number of workers draws differently, and only the
-make-up is compared. Pure.
+make-up is compared, and so it is where the fix lets batches arrive out of order. Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastload_cli.analyzer.metrics import loader_batches, primary_loader
-from fastload_cli.records import BatchRecord, RunResult
+from fastload_cli.records import BatchRecord, Fix, RunResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,12 @@ def compare(real: RunResult, fixed: RunResult) -> BatchesCheck:
                 False,
                 f"changes the batches: batch {position} holds {b.layout_key}, the unchanged script's {a.layout_key}",
             )
+    if any(spec.fix is Fix.IN_ORDER for spec in fixed.spec.fix_specs):
+        return BatchesCheck(
+            True,
+            f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: with "
+            "in_order=False the batches arrive in another order",
+        )
     loader = primary_loader(real)
     random = loader.augmentations if loader is not None else ()
     if random:

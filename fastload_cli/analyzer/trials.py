@@ -52,6 +52,10 @@ def fix_for(recommendation_id: str, loader: LoaderInfo | None) -> FixSpec | None
         return FixSpec(Fix.PREFETCH_FACTOR, 2 * (loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR))
     if recommendation_id == "pin-memory":
         return FixSpec(Fix.PIN_MEMORY)
+    if recommendation_id == "deliver-out-of-order":
+        return FixSpec(Fix.IN_ORDER)
+    if recommendation_id == "one-thread-per-worker":
+        return FixSpec(Fix.WORKER_THREADS, 1)
     return None
 
 
@@ -90,6 +94,8 @@ def refusal(fixes: Sequence[FixSpec], fix: FixSpec, loader: LoaderInfo | None, c
             return "pin_memory is already True"
         case Fix.CACHE_DECODED if loader.iterable_dataset:
             return "an IterableDataset has no indices to cache decoded samples by"
+        case Fix.IN_ORDER | Fix.WORKER_THREADS if workers == 0:
+            return "num_workers=0: batches are made in the main process, one at a time"
     return None
 
 
@@ -98,9 +104,14 @@ def code(fixes: Sequence[FixSpec], loader: LoaderInfo | None) -> str:
     one line, then each fix from ``fastload_cli.fixes``."""
     settings = [(name, value) for fix in fixes for name, value in _settings(fix)]
     lines = [loader_change(loader, settings)] if settings else []
+    threads = next((f.value for f in fixes if f.fix is Fix.WORKER_THREADS), 1)
     wrappers = {
         Fix.THREAD_PREFETCH: f"{LIBRARY}ThreadPrefetcher\nloader = ThreadPrefetcher(loader)",
         Fix.CUDA_PREFETCH: f"{LIBRARY}CudaPrefetcher\nloader = CudaPrefetcher(loader)  # with pin_memory=True",
+        Fix.WORKER_THREADS: (
+            f"{LIBRARY}WorkerThreads\n"
+            f"DataLoader(..., worker_init_fn=WorkerThreads({threads}))  # then=your own worker_init_fn, if any"
+        ),
         Fix.CACHE_DECODED: (
             f"{LIBRARY}DecodedCache\ndataset = DecodedCache(dataset, max_bytes=...)\n"
             "dataset.fill()  # before the DataLoader starts its workers, so they share it"
@@ -116,6 +127,7 @@ def _settings(fix: FixSpec) -> list[tuple[str, object]]:
         Fix.PREFETCH_FACTOR: ("prefetch_factor", fix.value),
         Fix.PIN_MEMORY: ("pin_memory", True),
         Fix.WORKERS: ("num_workers", fix.value),
+        Fix.IN_ORDER: ("in_order", False),
     }.get(fix.fix)
     return [found] if found is not None else []
 

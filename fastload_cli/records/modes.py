@@ -65,15 +65,17 @@ class Fix(enum.Enum):
     THREAD_PREFETCH = "thread-prefetch"
     CUDA_PREFETCH = "cuda-prefetch"
     CACHE_DECODED = "cache-decoded"
+    IN_ORDER = "in-order"  # in_order=False: a ready batch overtakes a slow one
+    WORKER_THREADS = "worker-threads"  # each worker's thread pools limited to N threads
 
     @property
     def takes_value(self) -> bool:
-        return self in (Fix.PREFETCH_FACTOR, Fix.WORKERS)
+        return self in (Fix.PREFETCH_FACTOR, Fix.WORKERS, Fix.WORKER_THREADS)
 
     @property
     def minimum(self) -> int:
         """The smallest value it takes."""
-        return 1 if self is Fix.PREFETCH_FACTOR else 0
+        return 1 if self in (Fix.PREFETCH_FACTOR, Fix.WORKER_THREADS) else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ them, and the dataset's real transforms and the collate run on them as before. W
 with the cache, so none reads storage again.
 
 ``fix`` applies what the run's ``ModeSpec.fixes`` name: loader settings at construction
-(``persistent_workers``, ``prefetch_factor``, ``pin_memory``, ``num_workers``), the cache above
+(``persistent_workers``, ``prefetch_factor``, ``pin_memory``, ``num_workers``, ``in_order``, a
+``worker_init_fn`` that limits each worker's threads), the cache above
 (``cache-decoded``), or a prefetcher between the loader and the loop (``thread-prefetch``: a
 background thread one batch ahead; ``cuda-prefetch``: the next batch copied to the GPU on a side
 stream). A fix that cannot apply to a loader says so in a substitution event and changes nothing.
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher
-from fastload_cli.records import CACHE_LOCATION, UNCHANGED, ChildSpec, Fix
+from fastload_cli.fixes import CudaPrefetcher, DecodedCache, ThreadPrefetcher, WorkerThreads
+from fastload_cli.records import CACHE_LOCATION, UNCHANGED, ChildSpec, Fix, setting_location
 from fastload_cli.runner.child import samples, transforms
 from fastload_cli.runner.child.batches import safe_len
 from fastload_cli.runner.child.channel import Channel
@@ -163,10 +164,38 @@ class FixesApplied(WorkersOverride):
                 self._set(arguments, loader_id, name, value)
         if Fix.PIN_MEMORY in fixes:
             self._set(arguments, loader_id, "pin_memory", True)
+        if Fix.IN_ORDER in fixes:
+            self._out_of_order(arguments, loader_id, workers)
+        if Fix.WORKER_THREADS in fixes:
+            self._worker_threads(arguments, loader_id, workers, fixes[Fix.WORKER_THREADS] or 1)
         if Fix.CACHE_DECODED in fixes:
             self._cache = self._cache or CachedInputs(spec=self.spec, channel=self.channel, timed=self.timed)
             self._cache.cache_dataset(arguments, loader_id)
         return original if Fix.WORKERS in fixes else None
+
+    def _out_of_order(self, arguments: dict[str, Any], loader_id: int, workers: int) -> None:
+        """``in_order=False`` where this torch's DataLoader takes it (2.6 and later) and there are workers."""
+        location = setting_location("in_order")
+        if workers == 0:
+            self.channel.substitution(
+                loader_id, location, "num_workers=0: batches are made in order, one at a time", UNCHANGED
+            )
+        elif not _takes("in_order"):
+            self.channel.substitution(
+                loader_id, location, "this torch's DataLoader has no in_order (torch >= 2.6)", UNCHANGED
+            )
+        else:
+            self._set(arguments, loader_id, "in_order", False)
+
+    def _worker_threads(self, arguments: dict[str, Any], loader_id: int, workers: int, threads: int) -> None:
+        """A ``worker_init_fn`` that limits each worker's thread pools, then runs the loader's own."""
+        location = setting_location("worker_init_fn")
+        if workers == 0:
+            self.channel.substitution(loader_id, location, "num_workers=0: there are no workers", UNCHANGED)
+            return
+        own = arguments.get("worker_init_fn")
+        arguments["worker_init_fn"] = WorkerThreads(threads, then=own)
+        self.channel.substitution(loader_id, location, repr(own) if own else "None", f"WorkerThreads({threads})")
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Any) -> Any:
         if self._cache is not None:
@@ -190,6 +219,15 @@ class FixesApplied(WorkersOverride):
         except StopIteration:
             self._ahead.pop(epoch.iterator_id, None)
             raise
+
+
+def _takes(name: str) -> bool:
+    """The installed DataLoader takes the keyword ``name``."""
+    import inspect
+
+    from torch.utils.data import DataLoader
+
+    return name in inspect.signature(getattr(DataLoader.__init__, "__wrapped__", DataLoader.__init__)).parameters
 
 
 class _Produced:
