@@ -267,23 +267,19 @@ def free_the_straggler(runner: ModeRunner, analysis: Analysis, done: Outcome) ->
 
 
 def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) -> Outcome:
-    """The runs that measure what the verdict's advice would gain: the cached run (what storage
-    and decoding cost), then a run with each recommendation's fix that fastload can apply. Each
-    starts only while it would end by ``deadline`` (a run takes about as long as the median run
-    so far); those that would not are named, so their recommendations say they were not verified."""
+    """The runs that measure what the verdict's advice would gain: a run with the fix of each
+    pathology found, the cached run (what storage and decoding cost), then a run with each other
+    recommendation's fix that fastload can apply (``next_runs.follow_ups``). Each starts only while
+    it would end by ``deadline`` and the seconds past it that run is allowed (a run takes about as
+    long as the median run so far); those that would not are named, so their recommendations say
+    they were not verified."""
     analysis = analyze(done.runs, done.limits, done.breakdown, summaries=done.summaries)
     splitting = cached and analysis.facts.no_aug is not None  # the split run: its turns give every part
-    specs = [
-        *([ModeSpec(mode=Mode.CACHED)] if cached else []),
-        *next_runs.verifications(analysis, done.runs),
-    ]
-    outcome = done
-    for position, spec in enumerate(specs):
-        if not _fits(outcome, deadline):
-            left = tuple(_named(s) for s in specs[position:])
-            named = (*left, "split") if splitting else left
-            runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(named)}.")
-            return replace(outcome, unverified=left)
+    outcome, left = done, []  # left: the runs past the budget
+    for spec, extra_s in next_runs.follow_ups(analysis, done.runs, cached=cached):
+        if not _fits(outcome, deadline + extra_s):
+            left.append(_named(spec))
+            continue
         if spec.mode is Mode.CACHED:
             runner.on_note(None, "Loading is the limit: measuring it with every sample decoded into memory (cached).")
         else:
@@ -292,6 +288,10 @@ def follow_up(runner: ModeRunner, done: Outcome, cached: bool, deadline: float) 
         outcome = run_modes(chosen, (spec,), outcome)
         if outcome.interrupted:
             return outcome
+    if left:
+        named = [*left, "split"] if splitting else left
+        runner.on_note(None, f"Not measured within diagnose's time budget: {', '.join(named)}.")
+        return replace(outcome, unverified=tuple(left))
     if not splitting:  # the split last: a verified fix matters more
         return outcome
     expected = split.split_run_s(first_loader(outcome.runs), outcome.summaries)

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import ranks, search, trials
+from fastload_cli.analyzer import pathologies, ranks, search, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.metrics import (
@@ -33,6 +33,7 @@ from fastload_cli.records import (
     Finding,
     FindingKind,
     Mode,
+    Pathology,
     Recommendation,
     RunResult,
     RunStatus,
@@ -50,6 +51,7 @@ class Analysis:
     recommendations: tuple[Recommendation, ...]
     facts: Facts
     straggler: ranks.Straggler | None = None  # a data-parallel job's rank that holds it back
+    pathologies: tuple[Pathology, ...] = ()  # named failures and slowdowns the real run shows
 
 
 def analyze(
@@ -79,7 +81,10 @@ def analyze(
         verdict = replace(verdict, evidence=(*verdict.evidence, line.sentence), findings=(*verdict.findings, line))
     if lagging is not None:
         verdict = ranks.naming(verdict, lagging, ranks.freed(lagging, facts.real, one_rank, facts.noise))
-    return Analysis(every, verdict, recommend(facts, verdict), facts, lagging)
+    real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
+    found = pathologies.detect(real, facts)
+    advised = recommend(facts, verdict, pathologies.advice(found, facts, verdict))
+    return Analysis(every, verdict, pathologies.priced_all(advised, real, facts), facts, lagging, found)
 
 
 def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], ranks.Straggler | None]:

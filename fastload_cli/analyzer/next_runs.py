@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
+from fastload_cli.config import PATHOLOGY_FOLLOW_UP_EXTRA_S
 from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -151,6 +152,18 @@ def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> FixRuns:
 def verifications(analysis: Analysis, done: Sequence[RunResult]) -> tuple[ModeSpec, ...]:
     """``diagnose``: a run with the fix applied for each recommendation fastload can apply itself."""
     cuda = cuda_available(done)
-    ids = [rec.id for rec in analysis.recommendations if not rec.measured]
+    named = {p.recommendation for p in analysis.pathologies}  # a pathology's fix is verified first
+    ids = sorted((rec.id for rec in analysis.recommendations if not rec.measured), key=lambda i: i not in named)
     fixes = to_verify(analysis.verdict, ids, analysis.facts.loader, cuda, done)
     return tuple(ModeSpec(mode=Mode.FIX, fixes=(fix.text,)) for fix in fixes)
+
+
+def follow_ups(analysis: Analysis, done: Sequence[RunResult], *, cached: bool) -> tuple[tuple[ModeSpec, float], ...]:
+    """``diagnose``'s follow-up runs in the order they are worth making, each with the seconds it may
+    end past the follow-up budget: a pathology's fix first (``PATHOLOGY_FOLLOW_UP_EXTRA_S``), then
+    the cached run, then the other recommendations' fixes."""
+    verifying = verifications(analysis, done)
+    named = {p.fix for p in analysis.pathologies}
+    first = tuple((s, PATHOLOGY_FOLLOW_UP_EXTRA_S) for s in verifying if "+".join(s.fixes) in named)
+    rest = tuple((s, 0.0) for s in verifying if "+".join(s.fixes) not in named)
+    return (*first, *(((ModeSpec(mode=Mode.CACHED), 0.0),) if cached else ()), *rest)

@@ -7,7 +7,7 @@ order they are shown when their expected gains tie.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fastload_cli.analyzer import search
 from fastload_cli.analyzer import thresholds as th
@@ -396,10 +396,11 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def recommend(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
-    """Every rule that fires: a num_workers setting a sweep measured first (a one-line change with a
-    measured gain), then measured ones, then by expected gain."""
-    found = [verified(rec, f) for rule in RULES if (rec := rule(f, v)) is not None]
+def recommend(f: Facts, v: Verdict, more: Sequence[Recommendation] = ()) -> tuple[Recommendation, ...]:
+    """Every rule that fires, and ``more`` (a pathology's fix): a num_workers setting a sweep
+    measured first (a one-line change with a measured gain), then measured ones, then by expected gain."""
+    fired = [rec for rule in RULES if (rec := rule(f, v)) is not None]
+    found = [verified(rec, f) for rec in (*fired, *more)]
     found = [rec for rec in found if not inside_noise(rec, f)]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
     return tuple(sorted(found, key=lambda r: (r.id not in swept, no_gain(r, f), not r.measured, -_gain(r))))

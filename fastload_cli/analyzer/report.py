@@ -56,6 +56,7 @@ def build_report(command: Command, base: RunConfig, measured: Measured, environm
         profile=next((r.profile for r in measured.runs if r.spec.mode is Mode.REAL and r.profile), None),
         timelines=tuple(timeline(run) for run in measured.runs),
         fixes=trials.results(measured.fixes, measured.runs, measured.summaries) if measured.fixes else (),
+        pathologies=analysis.pathologies,
         split=split.interleaved_split(measured.split_run, facts.synthetic)
         or split.input_split(facts.real, facts.cached, facts.no_aug, facts.cached_no_aug, facts.synthetic),
     )

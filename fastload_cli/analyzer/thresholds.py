@@ -212,3 +212,42 @@ STRAGGLER_THROUGHPUT_GAP = 0.10
 # setting differ by 10-25% on a busy 2-core machine; past half the throughput a report is too
 # unsteady to pass a change as "inside the noise", so the gate says it cannot judge.
 GATE_MAX_NOISE = 0.5
+
+# Pathologies: named failures and slowdowns of the input pipeline, found in the real run.
+# Slow samples (head-of-line blocking): the loop waits at least PATHOLOGY_WAIT_NOTABLE of its time,
+# and its stalls (waits at least SLOW_TAIL_RATIO times the median and SLOW_TAIL_MIN_MS long), at
+# most SLOW_TAIL_MAX_BATCHES of the batches, hold at least SLOW_TAIL_SHARE of that wait: a few
+# batches stall the loop, the rest are ready. At least SLOW_TAIL_MIN_STALLS stalls: one is a hiccup.
+PATHOLOGY_WAIT_NOTABLE = 0.10
+SLOW_TAIL_MAX_BATCHES = 0.25
+SLOW_TAIL_SHARE = 0.60
+SLOW_TAIL_RATIO = 10.0
+SLOW_TAIL_MIN_MS = 50.0
+SLOW_TAIL_MIN_STALLS = 2
+# Idle workers: one worker delivered at least this share of the measured batches (of at least
+# IDLE_WORKERS_MIN_BATCHES), where an even share would be 1/num_workers.
+IDLE_WORKERS_SHARE = 0.90
+IDLE_WORKERS_MIN_BATCHES = 10
+# Duplicate samples: at least this share of an IterableDataset's measured batches repeat a batch
+# already delivered (first and last samples byte for byte), and at least DUPLICATES_MIN of them.
+DUPLICATES_SHARE = 0.20
+DUPLICATES_MIN = 2
+# Thread oversubscription: a worker thread computes when it takes at least this share of a core;
+# workers oversubscribe when most of them run more than one computing thread and all their
+# computing threads (the main process's loop counted as one) outnumber the cores.
+THREAD_BUSY_CORE = 0.10
+# Memory growth: a worker's unique memory grows steadily (a straight line explains at least
+# MEMORY_GROWTH_FIT of its variance) by at least MEMORY_GROWTH_MIN_BYTES over the measured window;
+# it matters when the growth projected to the end of an epoch, times the workers, reaches
+# MEMORY_GROWTH_NOTABLE of the memory available.
+MEMORY_GROWTH_FIT = 0.8
+MEMORY_GROWTH_MIN_POINTS = 4  # readings of one worker's memory a line is fitted to
+MEMORY_GROWTH_MIN_BYTES = 16 * 2**20
+MEMORY_GROWTH_NOTABLE = 0.05
+# Shared memory: batches in flight (batch bytes x prefetch_factor x workers x local ranks) past
+# this share of /dev/shm leave too little room (pinned copies, a second loader, other jobs).
+SHM_NOTABLE = 0.5
+# File descriptors: open descriptors in the main process at this share of the soft limit.
+FDS_NOTABLE = 0.5
+# A recommendation that costs more memory than this share of what is available is not advised as is.
+MEMORY_COST_MAX = 0.8

@@ -150,6 +150,36 @@ class Recommendation:
     evidence: tuple[str, ...] = ()
 
 
+class PathologyKind(enum.Enum):
+    """A nameable input-pipeline failure or slowdown, found in what the real run measured."""
+
+    DUPLICATE_SAMPLES = "duplicate-samples"  # workers of an IterableDataset yield the same samples
+    IDLE_WORKERS = "idle-workers"  # one worker delivers nearly every batch
+    SLOW_SAMPLES = "slow-samples"  # a few slow samples stall the batches behind them (in-order delivery)
+    THREAD_OVERSUBSCRIPTION = "thread-oversubscription"  # thread pools in every worker, more threads than cores
+    MEMORY_GROWTH = "memory-growth"  # workers' own memory grows batch after batch
+    SHARED_MEMORY = "shared-memory"  # batches in flight against /dev/shm
+    FILE_DESCRIPTORS = "file-descriptors"  # open descriptors against their limit
+
+    @property
+    def correctness(self) -> bool:
+        """Training sees other data than the user meant: said before anything about speed."""
+        return self is PathologyKind.DUPLICATE_SAMPLES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pathology:
+    """One pathology found: the sentence with the numbers it rests on, and what to change."""
+
+    kind: PathologyKind
+    title: str
+    finding: str
+    advice: str
+    recommendation: str | None = None  # the recommendation's id that applies the advice, when there is one
+    fix: str | None = None  # the ``fastload try --fix`` that applies it from outside the script
+    values: dict[str, float | int | None] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BatchInfo:
     """The training loader's first batch: what crosses from the workers to the training step."""
@@ -304,4 +334,5 @@ class Report:
     timelines: tuple[Timeline, ...] = ()  # each run over time (left out of the JSON unless asked for)
     fixes: tuple[FixResult, ...] = ()  # ``try``: each fix (and their combination) measured or refused
     split: InputSplit | None = None  # where the real run's time per batch goes, when cached ran
+    pathologies: tuple[Pathology, ...] = ()  # named failures and slowdowns of the input pipeline
     schema: str = SCHEMA

@@ -34,6 +34,7 @@ from fastload_cli.records import (
     Breakdown,
     FixResult,
     InputSplit,
+    Pathology,
     Profile,
     Recommendation,
     Report,
@@ -147,6 +148,16 @@ def _batch_section(report: Report) -> list[RenderableType]:
     return _batch(report.batch) if report.batch is not None else []
 
 
+def _pathologies_section(report: Report) -> list[RenderableType]:
+    return _section("Pathologies", [_pathology(p) for p in report.pathologies])
+
+
+def _pathology(p: Pathology) -> RenderableType:
+    style = "bold red" if p.kind.correctness else "bold yellow"
+    head = Text.assemble((p.title, style), (f"  [{p.kind.value}]", "dim"))
+    return Group(head, Padding(Text(f"{p.finding}\n{p.advice}"), (0, 0, 0, 3)))
+
+
 def _evidence(report: Report) -> list[RenderableType]:
     return _section("Evidence", [Text(line) for line in report.verdict.evidence])
 
@@ -166,6 +177,7 @@ def _caveats(report: Report) -> list[RenderableType]:
 # The report's sections below the verdict, in the order they are shown; each renders nothing when
 # the report has nothing for it.
 SECTIONS: dict[str, Section] = {
+    "pathologies": _pathologies_section,
     "modes": _modes,
     "reading": _reading,
     "sweep": _sweep_section,

@@ -56,6 +56,16 @@ ALLOWED: dict[str, set[str]] = {
         "analyzer.metrics",
         "analyzer.settle",
     },
+    # the pathologies: of the analyzer, the thresholds, one run's figures, the facts, advice's helpers
+    "analyzer.pathologies": {
+        "records",
+        "config",
+        "formatting",
+        "analyzer.thresholds",
+        "analyzer.metrics",
+        "analyzer.facts",
+        "analyzer.advice",
+    },
     "reporters": {"records", "formatting"},
     "session": {"runner", "analyzer", "samplers", "records", "config", "errors"},
     "examples": set(),

@@ -26,6 +26,8 @@ from fastload_cli.records import (
     Command,
     Environment,
     FixSpec,
+    Pathology,
+    PathologyKind,
     Profile,
     ProfileEntry,
     Report,
@@ -106,7 +108,18 @@ def full_report() -> Report:
     asked = (FixSpec.parse("thread-prefetch"), FixSpec.parse("pin-memory"))
     outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=search.Limits(refine=0), fixes=asked)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
-    return build_report(Command.SYNTHETIC_COMPARE, base, outcome, ENV)
+    return dataclasses.replace(build_report(Command.SYNTHETIC_COMPARE, base, outcome, ENV), pathologies=(PATHOLOGY,))
+
+
+PATHOLOGY = Pathology(
+    kind=PathologyKind.SLOW_SAMPLES,
+    title="Slow samples stall the batches behind them",
+    finding="3 of 27 batches (11%) stalled the loop 400 ms on average, 95% of all its waiting.",
+    advice="Let ready batches overtake a slow one: DataLoader(..., in_order=False).",
+    recommendation="deliver-out-of-order",
+    fix="in-order",
+    values={"stalls": 3, "batches": 27},
+)
 
 
 def text(*parts: object) -> str:

@@ -1,0 +1,93 @@
+"""Pathologies: the input-pipeline failures and slowdowns users report most, each found in what the
+real run measured and said with the number it rests on.
+
+``detect(run, facts)`` is the entry point: every detector is a function ``(RunResult, Facts) ->
+Pathology | None`` over the real run (its batches, its processes' samples, the limits the child
+read), listed in ``DETECTORS``; a correctness finding (duplicated samples) comes first. ``advice``
+turns those with a fix fastload can apply into recommendations, which diagnose verifies by a run
+with the fix applied. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from fastload_cli.analyzer.advice import bounded
+from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.pathologies.delivery import duplicate_samples, idle_workers, slow_samples
+from fastload_cli.analyzer.pathologies.limits import priced, shared_memory, worker_bytes
+from fastload_cli.analyzer.pathologies.processes import descriptors, memory_growth, oversubscription
+from fastload_cli.records import Pathology, PathologyKind, Recommendation, RunResult, Verdict
+
+__all__ = ["DETECTORS", "advice", "detect", "priced_all"]
+
+Detector = Callable[[RunResult, Facts], "Pathology | None"]
+DETECTORS: tuple[Detector, ...] = (
+    duplicate_samples,
+    idle_workers,
+    slow_samples,
+    oversubscription,
+    memory_growth,
+    shared_memory,
+    descriptors,
+)
+
+
+def detect(run: RunResult | None, f: Facts) -> tuple[Pathology, ...]:
+    """Every pathology the real run shows, correctness first, each with what its fix measured
+    where a run with it applied ran (``Facts.tried``)."""
+    if run is None:
+        return ()
+    found = [p for detector in DETECTORS if (p := detector(run, f)) is not None]
+    found = [_measured(p, f) for p in found]
+    return tuple(sorted(found, key=lambda p: not p.kind.correctness))
+
+
+def _measured(p: Pathology, f: Facts) -> Pathology:
+    tried = next((t for t in f.tried if p.fix is not None and t.name == p.fix), None)
+    if tried is None or not tried.measured:
+        return p
+    return replace(p, advice=f"{p.advice}\nMeasured with --fix {p.fix}: {tried.reason}.")
+
+
+def advice(found: Sequence[Pathology], f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
+    """The recommendations of the pathologies fastload can fix from outside the script."""
+    recs = []
+    for p in found:
+        if p.recommendation is None:
+            continue
+        recs.append(
+            Recommendation(
+                id=p.recommendation,
+                title=_TITLES.get(p.kind, p.title),
+                detail=f"{p.finding}\n{p.advice}",
+                expected_speedup=_estimate(p, v),
+                measured=False,
+                evidence=(p.finding,),
+            )
+        )
+    return tuple(recs)
+
+
+_TITLES = {
+    PathologyKind.SLOW_SAMPLES: "Let ready batches overtake slow ones: DataLoader(in_order=False)",
+    PathologyKind.THREAD_OVERSUBSCRIPTION: "One thread per worker: limit the thread pools in worker_init_fn",
+}
+
+
+def _estimate(p: Pathology, v: Verdict) -> float | None:
+    """Slow samples: the stalls' excess over the median wait, gone (bounded by the ceiling). The
+    other pathologies' gains are not estimated: the run with the fix applied measures them."""
+    if p.kind is not PathologyKind.SLOW_SAMPLES:
+        return None
+    wall, excess = p.values.get("wall_s"), p.values.get("stall_excess_s")
+    if not wall or excess is None or excess >= wall:
+        return None
+    return bounded(wall / (wall - excess), v.speedup_ceiling)
+
+
+def priced_all(recs: Sequence[Recommendation], run: RunResult | None, f: Facts) -> tuple[Recommendation, ...]:
+    """Every recommendation with the memory it costs, checked against the memory available."""
+    per_worker = worker_bytes(run) if run is not None else None
+    return tuple(priced(rec, f, per_worker) for rec in recs)

@@ -1,0 +1,191 @@
+"""Pathologies of the worker processes, read from the parent's samples of them: thread pools that
+oversubscribe the cores, unique memory that grows batch after batch, open file descriptors
+against their limit. Pure."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.metrics import NS, epoch_batches, steady_steps
+from fastload_cli.formatting import pct, size
+from fastload_cli.records import HostSample, Pathology, PathologyKind, ProcRole, ProcSample, RunResult
+
+Series = list[tuple[int, ProcSample]]  # one process's samples, (t_ns, sample), in time order
+THREAD_LIMIT_CODE = (
+    "from threadpoolctl import threadpool_limits\n"
+    "def one_thread(_):\n"
+    "    threadpool_limits(1)  # OpenBLAS, MKL, OpenMP\n"
+    "    cv2.setNumThreads(1)  # where OpenCV is used\n"
+    "DataLoader(..., worker_init_fn=one_thread)"
+)
+
+
+def measured_window(run: RunResult) -> tuple[int, int] | None:
+    """The real run's measured steps, first to last, as a time span."""
+    steps = steady_steps(run)
+    return (steps[0].previous_end_ns, steps[-1].end_ns) if steps else None
+
+
+def worker_series(samples: Sequence[HostSample], window: tuple[int, int]) -> dict[int, Series]:
+    """Each worker's samples inside ``window`` (a worker on its way out reads as 0 bytes: left out)."""
+    found: dict[int, Series] = defaultdict(list)
+    for sample in samples:
+        if window[0] <= sample.t_ns <= window[1]:
+            for proc in sample.procs:
+                if proc.role is ProcRole.WORKER and proc.rss_bytes:
+                    found[proc.pid].append((sample.t_ns, proc))
+    return found
+
+
+def busy_threads(series: Series) -> int | None:
+    """Threads of one process that computed (``THREAD_BUSY_CORE`` of a core or more) between its
+    first and last per-thread readings."""
+    read = [(t, dict(p.thread_cpu_s)) for t, p in series if p.thread_cpu_s]
+    if len(read) < 2 or read[-1][0] <= read[0][0]:
+        return None
+    (t0, first), (t1, last) = read[0], read[-1]
+    seconds = (t1 - t0) / NS
+    return sum(1 for tid, cpu in last.items() if tid in first and (cpu - first[tid]) / seconds >= th.THREAD_BUSY_CORE)
+
+
+def oversubscription(run: RunResult, f: Facts) -> Pathology | None:
+    """Most workers compute on several threads (a BLAS, OpenMP or OpenCV pool started in every
+    forked worker), and with the loop they outnumber the cores."""
+    window, cores, loader = measured_window(run), f.cores_per_rank, f.loader
+    if window is None or not cores or loader is None or loader.num_workers == 0:
+        return None
+    counts = [n for s in worker_series(run.host_samples, window).values() if (n := busy_threads(s)) is not None]
+    several = [n for n in counts if n >= 2]
+    computing = sum(counts) + 1  # the loop's own thread
+    if not counts or len(several) * 2 < len(counts) or computing <= cores:
+        return None
+    finding = (
+        f"{len(several)} of {len(counts)} workers computed on {max(several)} threads each "
+        f"({sum(counts)} computing threads in the workers, {computing} with the loop) on {cores} cores: a thread pool "
+        "(OpenBLAS, MKL, OpenMP or OpenCV, sized for the whole machine) runs in every forked worker, and the pools "
+        "take the cores from each other and from the training step."
+    )
+    return Pathology(
+        kind=PathologyKind.THREAD_OVERSUBSCRIPTION,
+        title="Thread pools in every worker oversubscribe the cores",
+        finding=finding,
+        advice=(
+            "Limit each worker to one thread: torch does so for its own pool, not for numpy's, OpenCV's or "
+            f"OpenMP's. In a worker_init_fn:\n    {THREAD_LIMIT_CODE.replace(chr(10), chr(10) + '    ')}\n"
+            "or start training with OMP_NUM_THREADS=1 (which limits the main process too)."
+        ),
+        recommendation="one-thread-per-worker",
+        fix="worker-threads=1",
+        values={"workers": len(counts), "threads_per_worker": max(several), "computing": computing, "cores": cores},
+    )
+
+
+def growth(series: Series) -> tuple[float, float] | None:
+    """(bytes per second, share of variance a straight line explains) of one process's unique memory."""
+    points = [(t / NS, float(p.unique_bytes)) for t, p in series if p.unique_bytes]
+    if len(points) < th.MEMORY_GROWTH_MIN_POINTS or points[-1][0] - points[0][0] <= 0:
+        return None
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_m = sum(m for _, m in points) / len(points)
+    var_t = sum((t - mean_t) ** 2 for t, _ in points)
+    var_m = sum((m - mean_m) ** 2 for _, m in points)
+    if var_t <= 0 or var_m <= 0:
+        return None
+    cov = sum((t - mean_t) * (m - mean_m) for t, m in points)
+    return cov / var_t, cov * cov / (var_t * var_m)
+
+
+def memory_growth(run: RunResult, f: Facts) -> Pathology | None:
+    """Workers' own memory grows steadily while they load: Python objects touched in a forked
+    worker copy the pages they live in (reference counts), one page at a time, every epoch again."""
+    window, loader, real = measured_window(run), f.loader, f.real
+    if window is None or loader is None or not loader.num_workers or real is None or not real.throughput_batches_per_s:
+        return None
+    seconds = (window[1] - window[0]) / NS
+    fits = [g for s in worker_series(run.host_samples, window).values() if (g := growth(s)) is not None]
+    growing = [
+        rate for rate, fit in fits if fit >= th.MEMORY_GROWTH_FIT and rate * seconds >= th.MEMORY_GROWTH_MIN_BYTES
+    ]
+    if not fits or len(growing) * 2 <= len(fits):  # most of the workers, not one of two
+        return None
+    per_worker_s = sorted(growing)[len(growing) // 2]
+    per_batch = per_worker_s * loader.num_workers / real.throughput_batches_per_s  # each worker makes 1/N of them
+    epoch = epoch_batches(loader)
+    projected = per_batch * epoch * f.ranks_per_node if epoch else None
+    available = f.memory_available_bytes
+    if projected is not None and available and projected < th.MEMORY_GROWTH_NOTABLE * available:
+        return None
+    return Pathology(
+        kind=PathologyKind.MEMORY_GROWTH,
+        title="Workers' memory grows with every batch",
+        finding=_growth_sentence(len(growing), len(fits), per_worker_s * seconds, seconds, per_batch, projected, f),
+        advice=(
+            "Python objects a worker touches (a list of file names, of dicts, of labels) have their pages copied out "
+            "of the parent's memory by reference counting, one page at a time (pytorch#13246). Keep per-sample "
+            "metadata in numpy arrays or tensors (np.array(paths, dtype=np.bytes_), not a list of str), "
+            "or read it from a file in each worker."
+        ),
+        values={
+            "workers_growing": len(growing),
+            "bytes_per_worker_per_s": per_worker_s,
+            "bytes_per_batch": per_batch,
+            "projected_epoch_bytes": projected,
+            "available_bytes": available,
+        },
+    )
+
+
+def _growth_sentence(
+    growing: int, workers: int, grew: float, seconds: float, per_batch: float, projected: float | None, f: Facts
+) -> str:
+    line = (
+        f"{growing} of {workers} workers' own memory (unique, shared pages left out) grew steadily, {size(grew)} "
+        f"each in {seconds:.0f} s ({size(per_batch)} per batch delivered)."
+    )
+    if projected is None:
+        return line
+    line += f" Over an epoch of {epoch_batches(f.loader)} batches the workers grow by {size(projected)}"
+    available = f.memory_available_bytes
+    line += f", {pct(projected / available)} of the {size(available)} available." if available else "."
+    if f.loader is not None and f.loader.persistent_workers:
+        line += " With persistent_workers, every epoch adds as much again."
+    return line
+
+
+def descriptors(run: RunResult, f: Facts) -> Pathology | None:
+    """The main process holds open file descriptors near its limit: with the ``file_descriptor``
+    sharing strategy every tensor received from a worker keeps one open until it is freed."""
+    limit = run.env.fd_limit
+    peak = max((p.fds for s in run.host_samples for p in s.procs if p.role is ProcRole.MAIN and p.fds), default=None)
+    failed = _fds_failure(run)
+    if limit is None or (not failed and (peak is None or peak < th.FDS_NOTABLE * limit)):
+        return None
+    shown = f"{peak} of its {limit}" if peak is not None else f"more than its {limit}"
+    finding = (
+        f"The main process held {shown} allowed file descriptors open"
+        + (f" and the run failed: {failed}." if failed else ".")
+        + f" Sharing strategy {run.env.sharing_strategy or 'unknown'}: every tensor a worker hands over "
+        "keeps a descriptor open while it lives, so batches of many small tensors use many."
+    )
+    return Pathology(
+        kind=PathologyKind.FILE_DESCRIPTORS,
+        title="Open file descriptors near their limit",
+        finding=finding,
+        advice=(
+            "Collate each field into one tensor per batch rather than a list of many small ones; or call "
+            "torch.multiprocessing.set_sharing_strategy('file_system') before building the DataLoader; or raise "
+            "the limit (ulimit -n)."
+        ),
+        values={"peak": peak, "limit": limit},
+    )
+
+
+FDS_ERRORS = ("received 0 items of ancdata", "too many open files")
+
+
+def _fds_failure(run: RunResult) -> str | None:
+    text = f"{run.error.message if run.error else ''}\n{run.output_tail}".lower()
+    return next((e for e in FDS_ERRORS if e in text), None)

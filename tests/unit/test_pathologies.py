@@ -1,0 +1,297 @@
+"""The pathology detectors on hand-built runs: each fires on the run that shows it, with the number
+it rests on, and stays silent on the run beside it that must not fire."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+
+from fastload_cli.analyzer import analyze, gather_facts, search
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.pathologies import limits
+from fastload_cli.analyzer.same_batches import compare
+from fastload_cli.records import (
+    BatchLayout,
+    ChildEnv,
+    FixSpec,
+    HostSample,
+    LoaderInfo,
+    PathologyKind,
+    ProcRole,
+    ProcSample,
+    Recommendation,
+    RunResult,
+    ScriptError,
+    SystemSample,
+    TensorLeaf,
+)
+from tests.unit import builders as b
+
+MB = 2**20
+S = 1_000_000_000
+
+
+def kinds(*runs: RunResult) -> list[PathologyKind]:
+    return [p.kind for p in analyze(runs).pathologies]
+
+
+def found(run: RunResult, kind: PathologyKind):
+    return next(p for p in analyze([run]).pathologies if p.kind is kind)
+
+
+def real(waits_ms: Sequence[float], *, workers: int = 4, compute_ms: float = 20.0, **changes) -> RunResult:
+    run = b.run("real", b.batches(waits_ms, compute_ms), loaders=[b.loader(workers)])
+    return dataclasses.replace(run, **changes)
+
+
+# -- slow samples ---------------------------------------------------------------------------------
+
+
+def test_a_few_long_stalls_among_ready_batches_are_slow_samples() -> None:
+    waits = [1.0] * 60
+    for i in (10, 22, 35, 47, 55):
+        waits[i] = 400.0
+    p = found(real(waits), PathologyKind.SLOW_SAMPLES)
+    assert p.values["stalls"] == 5
+    assert "5 of" in p.finding and "400 ms on average" in p.finding
+    assert p.fix == "in-order" and p.recommendation == "deliver-out-of-order"
+
+
+def test_slow_samples_advice_is_a_recommendation_with_an_estimate_diagnose_verifies() -> None:
+    waits = [1.0] * 60
+    for i in (10, 22, 35, 47, 55):
+        waits[i] = 400.0
+    free = b.run("synthetic", b.batches([0.1] * 60, 20.0), loaders=[b.loader(4)])  # the ceiling: 2.95x
+    rec = next(r for r in analyze([real(waits), free]).recommendations if r.id == "deliver-out-of-order")
+    # the 52 steps after the 8-batch start-up burst: 52 x 20 ms + 47 x 1 ms + 5 x 400 ms = 3.087 s, of
+    # which the stalls' excess over the 1 ms median is 5 x 399 ms: 3.087 / 1.092 = 2.83x, under the ceiling
+    assert rec.expected_speedup == pytest.approx(3.087 / 1.092, rel=0.001)
+    assert not rec.measured and "in_order=False" in rec.title
+
+
+@pytest.mark.parametrize(
+    "waits, workers",
+    [
+        ([30.0] * 60, 4),  # every batch waits alike: the pipeline is slow throughout
+        ([1.0] * 55 + [400.0] * 5, 1),  # one worker: nothing can overtake a slow batch
+        ([1.0] * 59 + [400.0], 4),  # a single stall is a hiccup
+        ([1.0] * 30 + [200.0] * 30, 4),  # half the batches stall: not a few slow samples
+    ],
+)
+def test_what_is_not_slow_samples(waits: list[float], workers: int) -> None:
+    assert PathologyKind.SLOW_SAMPLES not in kinds(real(waits, workers=workers))
+
+
+def test_short_stalls_beside_a_long_step_are_not_slow_samples() -> None:
+    waits = [0.1] * 60
+    for i in (10, 30, 50):
+        waits[i] = 60.0  # 60 ms stalls, 3% of the time beside 1 s steps
+    assert PathologyKind.SLOW_SAMPLES not in kinds(real(waits, compute_ms=1000.0))
+
+
+# -- workers that idle or repeat each other -------------------------------------------------------
+
+
+def iterable(workers: int = 2) -> LoaderInfo:
+    return dataclasses.replace(b.loader(workers), iterable_dataset=True, dataset_len=None)
+
+
+def streamed(keys: Sequence[str | None], delivered_by: Sequence[int], workers: int = 2) -> RunResult:
+    made = b.batches([5.0] * len(keys), 20.0)
+    made = [dataclasses.replace(x, samples_key=k, worker=w) for x, k, w in zip(made, keys, delivered_by, strict=True)]
+    return b.run("real", made, loaders=[iterable(workers)])
+
+
+def test_workers_yielding_the_same_samples_are_said_first() -> None:
+    keys = [f"k{i // 2}" for i in range(40)]  # each batch twice: two workers, one stream
+    run = streamed(keys, [i % 2 for i in range(40)])
+    found_kinds = kinds(run)
+    assert found_kinds[0] is PathologyKind.DUPLICATE_SAMPLES
+    p = found(run, PathologyKind.DUPLICATE_SAMPLES)
+    assert p.values["repeated"] == 20 and p.values["copies"] == pytest.approx(2.0)
+    assert "get_worker_info" in p.advice
+
+
+def test_distinct_samples_and_map_style_datasets_are_not_duplicates() -> None:
+    distinct = streamed([f"k{i}" for i in range(40)], [i % 2 for i in range(40)])
+    assert PathologyKind.DUPLICATE_SAMPLES not in kinds(distinct)
+    repeated = [f"k{i // 2}" for i in range(40)]
+    mapped = dataclasses.replace(streamed(repeated, [i % 2 for i in range(40)]), loaders=(b.loader(2),))
+    assert PathologyKind.DUPLICATE_SAMPLES not in kinds(mapped)
+
+
+def test_one_worker_delivering_nearly_every_batch_idles_the_others() -> None:
+    run = streamed([f"k{i}" for i in range(40)], [0] * 38 + [1, 2], workers=4)
+    p = found(run, PathologyKind.IDLE_WORKERS)
+    assert p.values["worker"] == 0 and "3 of them idle" in p.finding
+
+
+def test_workers_taking_turns_are_not_idle() -> None:
+    run = streamed([f"k{i}" for i in range(40)], [i % 4 for i in range(40)], workers=4)
+    assert PathologyKind.IDLE_WORKERS not in kinds(run)
+
+
+# -- the worker processes ----------------------------------------------------------------------
+
+
+def processes(
+    end_ns: int,
+    *,
+    threads: Sequence[float] = (0.9, 0.02),
+    workers: int = 2,
+    unique: callable = lambda t, pid: 30 * MB,
+    main_fds: int = 20,
+    every_ns: int = 250_000_000,
+) -> tuple[HostSample, ...]:
+    """Samples of a main process and ``workers`` workers: each worker's threads computing the
+    given shares of a core, its unique memory ``unique(seconds, pid)``."""
+    out = []
+    for t in range(0, end_ns + every_ns, every_ns):
+        s = t / S
+        procs = [
+            ProcSample(pid=100, role=ProcRole.MAIN, cpu_s=s, runq_s=0.0, rss_bytes=10**8, read_bytes=0, fds=main_fds)
+        ]
+        for w in range(workers):
+            per_thread = tuple((1000 * w + i, share * s) for i, share in enumerate(threads))
+            procs.append(
+                ProcSample(
+                    pid=200 + w,
+                    role=ProcRole.WORKER,
+                    cpu_s=sum(threads) * s,
+                    runq_s=0.0,
+                    rss_bytes=5 * 10**7,
+                    read_bytes=0,
+                    threads=len(threads),
+                    unique_bytes=int(unique(s, 200 + w)),
+                    thread_cpu_s=per_thread,
+                )
+            )
+        system = SystemSample(busy_s=2 * s, idle_s=0.0, iowait_s=0.0, disk_read_bytes=0)
+        out.append(HostSample(t_ns=t, procs=tuple(procs), system=system))
+    return tuple(out)
+
+
+def sampled(**options) -> RunResult:
+    run = real([20.0] * 200, workers=options.pop("workers", 2), compute_ms=30.0)
+    return dataclasses.replace(run, host_samples=processes(run.ended_ns, **options))
+
+
+def test_workers_computing_on_two_threads_each_oversubscribe_two_cores() -> None:
+    p = found(sampled(threads=(0.6, 0.5, 0.01)), PathologyKind.THREAD_OVERSUBSCRIPTION)
+    assert p.values["threads_per_worker"] == 2 and p.values["computing"] == 5
+    assert p.fix == "worker-threads=1" and "worker_init_fn" in p.advice
+
+
+def test_one_computing_thread_per_worker_is_not_oversubscription() -> None:
+    # the queue's feeder thread pickling batches takes a few percent: it does not compute
+    assert PathologyKind.THREAD_OVERSUBSCRIPTION not in kinds(sampled(threads=(0.9, 0.05)))
+
+
+def test_steady_growth_of_the_workers_own_memory_is_projected_over_an_epoch() -> None:
+    run = sampled(unique=lambda s, pid: 30 * MB + 8 * MB * s)
+    run = dataclasses.replace(run, memory_available_bytes=2 * 2**30)
+    p = found(run, PathologyKind.MEMORY_GROWTH)
+    assert p.values["workers_growing"] == 2
+    assert p.values["bytes_per_worker_per_s"] == pytest.approx(8 * MB, rel=0.01)
+    # 8 MB/s per worker, 2 workers, 20 batches/s (50 ms a step): 0.8 MB per batch, 312 batches an epoch
+    assert p.values["projected_epoch_bytes"] == pytest.approx(0.8 * MB * 312, rel=0.05)
+    assert "numpy arrays" in p.advice
+
+
+def test_memory_that_only_wobbles_does_not_grow() -> None:
+    wobble = sampled(unique=lambda s, pid: 30 * MB + (3 * MB if int(s * 4) % 2 else 0))
+    assert PathologyKind.MEMORY_GROWTH not in kinds(wobble)
+
+
+def test_growth_too_small_for_the_memory_available_is_not_said() -> None:
+    run = sampled(unique=lambda s, pid: 30 * MB + 8 * MB * s)
+    run = dataclasses.replace(run, memory_available_bytes=2**40)  # 250 MB an epoch against 1 TB
+    assert PathologyKind.MEMORY_GROWTH not in kinds(run)
+
+
+def test_descriptors_near_their_limit() -> None:
+    run = dataclasses.replace(sampled(main_fds=900), env=ChildEnv(fd_limit=1024, sharing_strategy="file_descriptor"))
+    p = found(run, PathologyKind.FILE_DESCRIPTORS)
+    assert p.values == {"peak": 900, "limit": 1024} and "file_system" in p.advice
+    calm = dataclasses.replace(sampled(main_fds=100), env=ChildEnv(fd_limit=1024))
+    assert PathologyKind.FILE_DESCRIPTORS not in kinds(calm)
+
+
+def test_a_run_that_ran_out_of_descriptors_says_so() -> None:
+    run = dataclasses.replace(
+        sampled(main_fds=300),
+        env=ChildEnv(fd_limit=1024),
+        error=ScriptError(type_name="RuntimeError", message="received 0 items of ancdata", traceback=""),
+    )
+    assert "the run failed: received 0 items of ancdata" in found(run, PathologyKind.FILE_DESCRIPTORS).finding
+
+
+# -- shared memory and the memory advice costs ----------------------------------------------------
+
+
+def with_batch(run: RunResult, nbytes: int, shm: int, **env) -> RunResult:
+    leaf = TensorLeaf(path="[0]", dtype="float32", shape=(64, 3, 224, 224), nbytes=nbytes, pinned=False, device="cpu")
+    layout = BatchLayout(loader_id=1, python_type="list", leaves=(leaf,))
+    return dataclasses.replace(run, layouts=(layout,), env=ChildEnv(shm_total_bytes=shm, shm_free_bytes=shm, **env))
+
+
+def test_batches_in_flight_past_half_of_dev_shm() -> None:
+    run = with_batch(real([5.0] * 40, workers=4), 38 * MB, 64 * MB)
+    p = found(run, PathologyKind.SHARED_MEMORY)
+    assert p.values["in_flight_bytes"] == 38 * MB * 2 * 4
+    assert p.values["workers_that_fit"] == 0  # not even one worker's two batches fit in half of 64 MB
+    assert "--shm-size" in p.advice
+
+
+def test_room_in_dev_shm_is_no_finding_and_a_bus_error_is() -> None:
+    roomy = with_batch(real([5.0] * 40, workers=4), 38 * MB, 8 * 2**30)
+    assert PathologyKind.SHARED_MEMORY not in kinds(roomy)
+    died = dataclasses.replace(
+        roomy, output_tail="RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error."
+    )
+    assert "bus error" in found(died, PathologyKind.SHARED_MEMORY).finding
+
+
+def test_advice_that_costs_more_memory_than_is_free_says_so_in_its_title() -> None:
+    run = dataclasses.replace(real([5.0] * 40), memory_available_bytes=2**30)
+    facts = gather_facts([run], [summarize(run)], search.Limits())
+    facts = dataclasses.replace(facts, sweep=b.sweep_result(recommended_workers=8, memory_cost_bytes=2**31))
+    rec = Recommendation(
+        id="increase-num-workers", title="Use num_workers=8 (now 4)", detail="", expected_speedup=2.0, measured=True
+    )
+    priced = limits.priced(rec, facts, per_worker=None)
+    assert priced.title.endswith("(needs more memory than is free)")
+    cheap = dataclasses.replace(facts, sweep=b.sweep_result(recommended_workers=8, memory_cost_bytes=2**20))
+    assert limits.priced(rec, cheap, per_worker=None).title == rec.title
+
+
+# -- the fixes ---------------------------------------------------------------------------------
+
+
+def test_the_pathologies_fixes_parse_and_refuse_without_workers() -> None:
+    from fastload_cli.analyzer import trials
+    from fastload_cli.records import Fix
+
+    assert FixSpec.parse("in-order") == FixSpec(Fix.IN_ORDER)
+    assert FixSpec.parse("worker-threads=1") == FixSpec(Fix.WORKER_THREADS, 1)
+    with pytest.raises(ValueError, match="N >= 1"):
+        FixSpec.parse("worker-threads=0")
+    for fix in (FixSpec(Fix.IN_ORDER), FixSpec(Fix.WORKER_THREADS, 1)):
+        assert "num_workers=0" in (trials.refusal((fix,), fix, b.loader(0), cuda=False) or "")
+        assert trials.refusal((fix,), fix, b.loader(2), cuda=False) is None
+    assert "in_order=False" in trials.code((FixSpec(Fix.IN_ORDER),), b.loader(2))
+    assert "WorkerThreads(1)" in trials.code((FixSpec(Fix.WORKER_THREADS, 1),), b.loader(2))
+
+
+def test_batches_delivered_out_of_order_are_compared_by_make_up_only() -> None:
+    made = [
+        dataclasses.replace(x, layout_key="[0] float32 [32]", values_key=f"v{i}")
+        for i, x in enumerate(b.batches([5.0] * 4, 20.0))
+    ]
+    swapped = [dataclasses.replace(x, values_key=f"v{3 - i}") for i, x in enumerate(made)]
+    unchanged = b.run("real", made)
+    assert compare(unchanged, b.run("fix:pin-memory", swapped)).same is False
+    check = compare(unchanged, b.run("fix:in-order", swapped))
+    assert check.same is True and "another order" in check.said
