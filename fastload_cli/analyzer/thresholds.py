@@ -236,13 +236,14 @@ DUPLICATES_MIN = 2
 # workers oversubscribe when most of them run more than one computing thread and all their
 # computing threads (the main process's loop counted as one) outnumber the cores.
 THREAD_BUSY_CORE = 0.10
-# Memory growth: a worker's unique memory grows steadily (a straight line explains at least
-# MEMORY_GROWTH_FIT of its variance) by at least MEMORY_GROWTH_MIN_BYTES over the measured window;
-# it matters when the growth projected to the end of an epoch, times the workers, reaches
-# MEMORY_GROWTH_NOTABLE of the memory available.
-MEMORY_GROWTH_FIT = 0.8
-MEMORY_GROWTH_MIN_POINTS = 4  # readings of one worker's memory a line is fitted to
-MEMORY_GROWTH_MIN_BYTES = 16 * 2**20
+# Memory growth: a worker's unique memory grows by at least MEMORY_GROWTH_MIN_BYTES after warm-up,
+# keeping at least MEMORY_GROWTH_RETAINED of the pages it faulted in (copy-on-write keeps them all; a
+# buffer mapped and freed every batch keeps none) while its faults grew steadily (a straight line
+# explains MEMORY_GROWTH_FIT of them); it matters when the growth projected to the end of an epoch,
+# times the workers, reaches MEMORY_GROWTH_NOTABLE of the memory available.
+MEMORY_GROWTH_FIT = 0.9
+MEMORY_GROWTH_RETAINED = 0.5
+MEMORY_GROWTH_MIN_BYTES = 4 * 2**20
 MEMORY_GROWTH_NOTABLE = 0.05
 # Shared memory: batches in flight (batch bytes x prefetch_factor x workers x local ranks) past
 # this share of /dev/shm leave too little room (pinned copies, a second loader, other jobs).

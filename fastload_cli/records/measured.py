@@ -189,6 +189,7 @@ class ProcSample:
     fds: int | None = None
     unique_bytes: int | None = None
     thread_cpu_s: tuple[tuple[int, float], ...] = ()  # (thread id, cumulative CPU seconds) for each thread
+    minor_faults: int | None = None  # cumulative: pages touched first, or copied from the parent on a write
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -78,6 +78,7 @@ class Stopping:
     reason: StopReason | None = None
     asked_at: float | None = None
     end_seen_at: float | None = None  # when every process that runs the script said it is leaving
+    window_read: bool = False  # the workers' memory was read where the measured window starts
     interrupted: bool = False
     stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
 
@@ -186,6 +187,9 @@ class Flight:
     def after_events(self) -> None:
         """Progress, py-spy, and the stop once enough batches came."""
         done = self.batches_done()
+        if not self.stop.window_read and done >= max(self.config.warmup, 1):
+            self.stop.window_read = True
+            self.host.read_memory_now()  # the measured window starts: the workers' memory at its start
         if self.pyspy is not None and not self.pyspy.started and done >= max(self.config.warmup, 1):
             self._profile_loading()
         if self.observer.on_batches is not None:
@@ -257,6 +261,8 @@ class Flight:
             self.observer.on_output(data)
 
     def ask_stop(self, reason: StopReason) -> None:
+        if self.stop.asked_at is None and reason in (StopReason.ENOUGH_BATCHES, StopReason.SETTLED):
+            self.host.read_memory_now()  # ... and at its end, while the workers still run
         self.stop.reason, self.stop.asked_at = self.stop.reason or reason, time.monotonic()
         self._signal(STOP_SIGNAL)
 

@@ -48,6 +48,7 @@ class HostSampler:
         self._unavailable: dict[str, str] = {}
         self._tick = 0
         self._unique_turn = 0
+        self._all_unique = False  # the sample being taken reads every worker's unique memory
         self._disk_read_bytes: int | None = None
         self._ticker: Ticker[HostSample] = Ticker(
             self.sample, interval_s, "fastload-host-sampler", cpu_budget=SAMPLING_CPU_BUDGET
@@ -80,6 +81,15 @@ class HostSampler:
         )
         return samples, health
 
+    def read_memory_now(self) -> None:
+        """A sample now, with every worker's unique memory (where a measured window starts and
+        ends: a growth is read between them however short the run)."""
+        self._all_unique = True
+        try:
+            self._ticker.take_now()
+        finally:
+            self._all_unique = False
+
     def tracked_pids(self) -> list[int]:
         with self._lock:
             return list(self._procs)
@@ -99,7 +109,8 @@ class HostSampler:
         found = []
         for pid, proc in procs:
             role = ProcRole.MAIN if pid == self._root_pid else ProcRole.WORKER if pid in workers else ProcRole.OTHER
-            sample = self._sample_proc(proc, role, threads, unique=pid == unique_of)
+            unique = pid == unique_of or (self._all_unique and role is ProcRole.WORKER)
+            sample = self._sample_proc(proc, role, threads, unique=unique)
             if sample is None:
                 with self._lock:
                     self._procs.pop(pid, None)
@@ -146,6 +157,7 @@ class HostSampler:
                 read = self._field("read_bytes", lambda: proc.io_counters().read_bytes)
                 blocked = proc.status() == psutil.STATUS_DISK_SLEEP  # /proc/PID/stat, read once in oneshot
                 count = self._field("threads", proc.num_threads)  # /proc/PID/status, also read once
+                faults = self._field("minor_faults", lambda: _minor_faults(proc.pid))
                 switches = self._field("involuntary_switches", lambda: proc.num_ctx_switches().involuntary)
             fds = self._field("fds", proc.num_fds) if threads else None
             per_thread = self._threads(proc) if threads and role is ProcRole.WORKER else ()
@@ -168,6 +180,7 @@ class HostSampler:
             involuntary_switches=switches,
             fds=fds,
             unique_bytes=own,
+            minor_faults=faults,
             thread_cpu_s=per_thread,
         )
 
@@ -206,6 +219,18 @@ class HostSampler:
         if iowait is None:
             self._unavailable.setdefault("iowait", "not reported on this platform")
         return SystemSample(busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=self._disk_read_bytes)
+
+
+def _minor_faults(pid: int) -> int:
+    """Page faults served without storage since the process started: a page touched for the first
+    time, or copied on a write to memory shared with its parent (/proc/PID/stat, ``minflt``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[7])
+    except FileNotFoundError:
+        raise psutil.NoSuchProcess(pid) from None
+    except (OSError, ValueError, IndexError) as exc:  # not Linux, or a stat line of another make
+        raise NotImplementedError(str(exc) or type(exc).__name__) from exc
 
 
 def _disk_read_bytes() -> int:

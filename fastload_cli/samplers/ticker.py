@@ -43,6 +43,7 @@ class Ticker(Generic[T]):
         self.current_s = interval_s  # the interval in force
         self.longest_s = interval_s
         self._stop = threading.Event()
+        self._taking = threading.Lock()  # a sample taken now, from another thread, never beside a tick
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.samples: list[T] = []
         self._found = 0  # samples taken, kept or not
@@ -66,7 +67,18 @@ class Ticker(Generic[T]):
             self.samples.append(self._latest)
         return self.samples
 
+    def take_now(self) -> None:
+        """One sample now, on the caller's thread, kept whatever the stride (a moment that matters)."""
+        with self._taking:
+            found = self._sample()
+            if found is not None:
+                self.samples.append(found)
+
     def _take(self) -> None:
+        with self._taking:
+            self._take_one()
+
+    def _take_one(self) -> None:
         before = self._cpu_clock()
         found = self._sample()
         self._within_budget(self._cpu_clock() - before)

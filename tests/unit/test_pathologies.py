@@ -142,11 +142,15 @@ def processes(
     threads: Sequence[float] = (0.9, 0.02),
     workers: int = 2,
     unique: callable = lambda t, pid: 30 * MB,
+    faulted: callable | None = None,
+    rss: int = 2**30,
     main_fds: int = 20,
     every_ns: int = 250_000_000,
 ) -> tuple[HostSample, ...]:
     """Samples of a main process and ``workers`` workers: each worker's threads computing the
-    given shares of a core, its unique memory ``unique(seconds, pid)``."""
+    given shares of a core, its unique memory ``unique(seconds, pid)``, the bytes of pages it
+    faulted in ``faulted(seconds, pid)`` (by default its unique memory: every page kept)."""
+    faulted = faulted or unique
     out = []
     for t in range(0, end_ns + every_ns, every_ns):
         s = t / S
@@ -161,10 +165,11 @@ def processes(
                     role=ProcRole.WORKER,
                     cpu_s=sum(threads) * s,
                     runq_s=0.0,
-                    rss_bytes=5 * 10**7,
+                    rss_bytes=rss,
                     read_bytes=0,
                     threads=len(threads),
                     unique_bytes=int(unique(s, 200 + w)),
+                    minor_faults=int(faulted(s, 200 + w)) // 4096,
                     thread_cpu_s=per_thread,
                 )
             )
@@ -194,15 +199,35 @@ def test_steady_growth_of_the_workers_own_memory_is_projected_over_an_epoch() ->
     run = dataclasses.replace(run, memory_available_bytes=2 * 2**30)
     p = found(run, PathologyKind.MEMORY_GROWTH)
     assert p.values["workers_growing"] == 2
-    assert p.values["bytes_per_worker_per_s"] == pytest.approx(8 * MB, rel=0.01)
-    # 8 MB/s per worker, 2 workers, 20 batches/s (50 ms a step): 0.8 MB per batch, 312 batches an epoch
-    assert p.values["projected_epoch_bytes"] == pytest.approx(0.8 * MB * 312, rel=0.05)
+    # the readings after the 2-batch warm-up (0.09 s) and before the run's end (9.97 s), every 0.25 s:
+    # 0.25 s to 9.75 s, 8 MiB/s x 9.5 s each, over the 198 batches after warm-up; 312 batches an epoch
+    assert p.values["batches"] == 198
+    assert p.values["bytes_per_worker"] == 8 * MB * 9.5
+    assert p.values["projected_epoch_bytes"] == pytest.approx(2 * 8 * MB * 9.5 / 198 * 312)
     assert "numpy arrays" in p.advice
+
+
+def test_growth_is_projected_no_further_than_the_memory_a_worker_shares_with_its_parent() -> None:
+    # 1 GiB resident, of which 30.5 MiB its own at the first reading after warm-up: at most the
+    # other 993.5 MiB can be copied, for each of the 2 workers
+    run = sampled(unique=lambda s, pid: 30 * MB + 2 * MB * s, rss=2**30)
+    run = dataclasses.replace(run, loaders=(dataclasses.replace(b.loader(2), dataset_len=10**7),))
+    run = dataclasses.replace(run, memory_available_bytes=2**34)
+    p = found(run, PathologyKind.MEMORY_GROWTH)
+    assert p.values["projected_epoch_bytes"] == 2 * (2**30 - (30 * MB + 2 * MB * 0.25))
+    assert "grow by up to 1.9 GiB" in p.finding
 
 
 def test_memory_that_only_wobbles_does_not_grow() -> None:
     wobble = sampled(unique=lambda s, pid: 30 * MB + (3 * MB if int(s * 4) % 2 else 0))
     assert PathologyKind.MEMORY_GROWTH not in kinds(wobble)
+
+
+def test_buffers_faulted_in_and_freed_every_batch_are_not_growth() -> None:
+    # 8 MB/s of pages faulted in, of which the unique memory keeps a tenth
+    churn = sampled(unique=lambda s, pid: 30 * MB + 0.8 * MB * s, faulted=lambda s, pid: 30 * MB + 8 * MB * s)
+    churn = dataclasses.replace(churn, memory_available_bytes=2**30)
+    assert PathologyKind.MEMORY_GROWTH not in kinds(churn)
 
 
 def test_growth_too_small_for_the_memory_available_is_not_said() -> None:

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.metrics import NS, epoch_batches, steady_steps
+from fastload_cli.analyzer.metrics import NS, epoch_batches, loader_batches, steady_steps
 from fastload_cli.formatting import pct, size
 from fastload_cli.records import HostSample, Pathology, PathologyKind, ProcRole, ProcSample, RunResult
 
+PAGE_BYTES = 4096  # a page faulted in: Linux's base page on x86-64 and most arm64 kernels
 Series = list[tuple[int, ProcSample]]  # one process's samples, (t_ns, sample), in time order
 THREAD_LIMIT_CODE = (
     "from threadpoolctl import threadpool_limits\n"
@@ -83,45 +84,67 @@ def oversubscription(run: RunResult, f: Facts) -> Pathology | None:
     )
 
 
-def growth(series: Series) -> tuple[float, float] | None:
-    """(bytes per second, share of variance a straight line explains) of one process's unique memory."""
-    points = [(t / NS, float(p.unique_bytes)) for t, p in series if p.unique_bytes]
-    if len(points) < th.MEMORY_GROWTH_MIN_POINTS or points[-1][0] - points[0][0] <= 0:
+def memory_window(run: RunResult) -> tuple[int, int] | None:
+    """From the end of the real run's warm-up to its end: fastload reads every worker's unique
+    memory at both, however short the run."""
+    batches = loader_batches(run)
+    if not batches:
         return None
-    mean_t = sum(t for t, _ in points) / len(points)
-    mean_m = sum(m for _, m in points) / len(points)
-    var_t = sum((t - mean_t) ** 2 for t, _ in points)
-    var_m = sum((m - mean_m) ** 2 for _, m in points)
-    if var_t <= 0 or var_m <= 0:
+    return batches[min(max(run.warmup_batches, 1), len(batches)) - 1].wait_end_ns, run.ended_ns
+
+
+def retained(series: Series) -> tuple[float, float, float] | None:
+    """(unique bytes gained, bytes of pages faulted in, bytes still shared at first) between one
+    worker's first and last readings of its unique memory, where its page faults grew steadily in
+    between. Copy-on-write keeps every page it faults in, up to what it shares with its parent; a
+    buffer mapped and unmapped every batch keeps none."""
+    read = [(t, p) for t, p in series if p.unique_bytes and p.minor_faults is not None]
+    if len(read) < 2 or read[-1][0] <= read[0][0]:
         return None
-    cov = sum((t - mean_t) * (m - mean_m) for t, m in points)
-    return cov / var_t, cov * cov / (var_t * var_m)
+    (t0, first), (t1, last) = read[0], read[-1]
+    faults = [(t / NS, float(p.minor_faults)) for t, p in series if t0 <= t <= t1 and p.minor_faults is not None]
+    if _fit(faults) < th.MEMORY_GROWTH_FIT:
+        return None
+    assert first.minor_faults is not None and last.minor_faults is not None and last.unique_bytes and first.unique_bytes
+    gained, faulted = last.unique_bytes - first.unique_bytes, (last.minor_faults - first.minor_faults) * PAGE_BYTES
+    return float(gained), float(faulted), float(max(0, (first.rss_bytes or 0) - first.unique_bytes))
+
+
+def _fit(points: list[tuple[float, float]]) -> float:
+    """The share of variance a straight line explains (0 for fewer than three points or a flat line)."""
+    if len(points) < 3:
+        return 0.0
+    mean_x, mean_y = sum(x for x, _ in points) / len(points), sum(y for _, y in points) / len(points)
+    var_x, var_y = sum((x - mean_x) ** 2 for x, _ in points), sum((y - mean_y) ** 2 for _, y in points)
+    if var_x <= 0 or var_y <= 0:
+        return 0.0
+    cov = sum((x - mean_x) * (y - mean_y) for x, y in points)
+    return cov * cov / (var_x * var_y)
 
 
 def memory_growth(run: RunResult, f: Facts) -> Pathology | None:
     """Workers' own memory grows steadily while they load: Python objects touched in a forked
     worker copy the pages they live in (reference counts), one page at a time, every epoch again."""
-    window, loader, real = measured_window(run), f.loader, f.real
-    if window is None or loader is None or not loader.num_workers or real is None or not real.throughput_batches_per_s:
+    window, loader = memory_window(run), f.loader
+    if window is None or loader is None or not loader.num_workers:
         return None
-    seconds = (window[1] - window[0]) / NS
-    fits = [g for s in worker_series(run.host_samples, window).values() if (g := growth(s)) is not None]
-    growing = [
-        rate for rate, fit in fits if fit >= th.MEMORY_GROWTH_FIT and rate * seconds >= th.MEMORY_GROWTH_MIN_BYTES
-    ]
-    if not fits or len(growing) * 2 <= len(fits):  # most of the workers, not one of two
+    kept = [k for s in worker_series(run.host_samples, window).values() if (k := retained(s)) is not None]
+    growing = sorted(k for k in kept if k[0] >= th.MEMORY_GROWTH_MIN_BYTES and k[0] >= th.MEMORY_GROWTH_RETAINED * k[1])
+    delivered = sum(1 for b in loader_batches(run) if window[0] < b.wait_end_ns <= window[1])
+    if not kept or len(growing) * 2 <= len(kept) or not delivered:  # most of the workers, not one of two
         return None
-    per_worker_s = sorted(growing)[len(growing) // 2]
-    per_batch = per_worker_s * loader.num_workers / real.throughput_batches_per_s  # each worker makes 1/N of them
-    epoch = epoch_batches(loader)
-    projected = per_batch * epoch * f.ranks_per_node if epoch else None
+    per_worker, faulted, shared = growing[len(growing) // 2]
+    per_batch = per_worker * loader.num_workers / delivered  # each worker makes 1/N of them
+    epoch, processes = epoch_batches(loader), loader.num_workers * f.ranks_per_node
+    # what a worker can copy is at most what it shares: a straight line stops there
+    projected = min(per_batch * epoch * f.ranks_per_node, shared * processes) if epoch else None
     available = f.memory_available_bytes
     if projected is not None and available and projected < th.MEMORY_GROWTH_NOTABLE * available:
         return None
     return Pathology(
         kind=PathologyKind.MEMORY_GROWTH,
         title="Workers' memory grows with every batch",
-        finding=_growth_sentence(len(growing), len(fits), per_worker_s * seconds, seconds, per_batch, projected, f),
+        finding=_growth_sentence(len(growing), len(kept), (per_worker, faulted), delivered, projected, f),
         advice=(
             "Python objects a worker touches (a list of file names, of dicts, of labels) have their pages copied out "
             "of the parent's memory by reference counting, one page at a time (pytorch#13246). Keep per-sample "
@@ -130,7 +153,9 @@ def memory_growth(run: RunResult, f: Facts) -> Pathology | None:
         ),
         values={
             "workers_growing": len(growing),
-            "bytes_per_worker_per_s": per_worker_s,
+            "bytes_per_worker": per_worker,
+            "kept_share": per_worker / faulted if faulted else None,
+            "batches": delivered,
             "bytes_per_batch": per_batch,
             "projected_epoch_bytes": projected,
             "available_bytes": available,
@@ -139,15 +164,17 @@ def memory_growth(run: RunResult, f: Facts) -> Pathology | None:
 
 
 def _growth_sentence(
-    growing: int, workers: int, grew: float, seconds: float, per_batch: float, projected: float | None, f: Facts
+    growing: int, workers: int, grew: tuple[float, float], batches: int, projected: float | None, f: Facts
 ) -> str:
+    gained, faulted = grew
+    kept = f", keeping {pct(gained / faulted)} of the pages they faulted in" if faulted else ""
     line = (
-        f"{growing} of {workers} workers' own memory (unique, shared pages left out) grew steadily, {size(grew)} "
-        f"each in {seconds:.0f} s ({size(per_batch)} per batch delivered)."
+        f"{growing} of {workers} workers' own memory (unique: shared pages left out) grew by {size(gained)} each "
+        f"over {batches} batches after warm-up{kept}."
     )
     if projected is None:
         return line
-    line += f" Over an epoch of {epoch_batches(f.loader)} batches the workers grow by {size(projected)}"
+    line += f" Over an epoch of {epoch_batches(f.loader)} batches the workers grow by up to {size(projected)}"
     available = f.memory_available_bytes
     line += f", {pct(projected / available)} of the {size(available)} available." if available else "."
     if f.loader is not None and f.loader.persistent_workers:
