@@ -6,9 +6,11 @@
 Runs `fastload diagnose SCRIPT --json -` (default settings, or the options after --) on every
 case of the zoo: the bundled examples and the scripts in scripts/zoo/, each with a planted truth
 (a bottleneck, "hedged" for a case where input and step cost about the same, and for some the
-recommendation that must be made). Prints one row per case (expected, got per repeat, agreement,
+recommendation that must be made), or a planted pathology (`pathologies` in the report), which
+every other case must not raise. Prints one row per case (expected, got per repeat, agreement,
 median time to verdict) and writes the rows as JSON. Exit status 1 when any repeat disagrees.
-GPU cases run only where CUDA is available.
+GPU cases run only where CUDA is available; the shared-memory case only where a mount namespace
+can be made (it runs fastload with a 64 MB /dev/shm, as Docker gives).
 """
 
 from __future__ import annotations
@@ -32,10 +34,22 @@ HEDGED_CONFIDENCE = 0.5  # fastload's confidence for a verdict both signals leav
 class Case:
     name: str
     script: Path
-    expected: str  # a bottleneck, or "hedged"
+    expected: str  # a bottleneck, "hedged", or "pathology:KIND" (the verdict is not judged)
     recommendations: tuple[str, ...] = ()  # one of these ids must be among the recommendations
     gpu: bool = False
     args: tuple[str, ...] = ()  # the script's own arguments ("{jpegs}": a folder of JPEGs made on first use)
+    prefix: tuple[str, ...] = ()  # what fastload runs under: a smaller /dev/shm, a lower open-files limit
+    options: tuple[str, ...] = ()  # diagnose options of its own
+
+    @property
+    def pathology(self) -> str | None:
+        return self.expected.removeprefix("pathology:") if self.expected.startswith("pathology:") else None
+
+
+# Docker's default /dev/shm: a mount namespace of fastload's own with a 64 MB tmpfs there.
+SMALL_SHM = ("unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"', "sh")
+# The soft limit on open files many distributions start processes with.
+FEW_FILES = ("prlimit", "--nofile=1024:1024")
 
 
 # Fewer workers (measured by the sweep, or estimated without one), or one indexing per batch: on this
@@ -70,6 +84,18 @@ CASES = (
     ),
     # albumentations' Compose called with keywords on OpenCV-decoded JPEGs, one worker on 2 cores
     Case("albumentations-jpegs", FRAMEWORKS / "albumentations_train.py", "cpu", args=("{jpegs}", "--epochs", "20")),
+    # Pathologies: each script's planted failure or slowdown must be among the report's pathologies.
+    Case("slow-samples", ZOO / "slow_samples.py", "pathology:slow-samples", ("deliver-out-of-order",)),
+    Case("duplicate-workers", ZOO / "duplicate_workers.py", "pathology:duplicate-samples"),
+    Case("memory-growth", ZOO / "memory_growth.py", "pathology:memory-growth"),
+    Case(
+        "thread-oversubscription",
+        ZOO / "thread_oversubscription.py",
+        "pathology:thread-oversubscription",
+        ("one-thread-per-worker",),
+    ),
+    Case("small-shm", ZOO / "small_shm.py", "pathology:shared-memory", prefix=SMALL_SHM),
+    Case("many-tensors", ZOO / "many_tensors.py", "pathology:file-descriptors", prefix=FEW_FILES),
     Case("gpu-transfer", ZOO / "gpu_transfer.py", "transfer", ("pin-memory",), gpu=True),
     Case("gpu-tiny-kernels", ZOO / "gpu_tiny_kernels.py", "host", gpu=True),
     Case("gpu-large-model", ZOO / "gpu_large_model.py", "compute", gpu=True),
@@ -79,7 +105,7 @@ CASES = (
 
 def diagnose(case: Case, options: list[str]) -> tuple[dict, float]:
     script_args = [a.replace("{jpegs}", str(jpegs())) for a in case.args]
-    ran = fastload("diagnose", str(case.script), *options, script_args=script_args)
+    ran = fastload("diagnose", str(case.script), *case.options, *options, script_args=script_args, prefix=case.prefix)
     if ran.report is None:
         print(f"fastload exited {ran.code} on {case.name}:\n{ran.stderr[-2000:]}", file=sys.stderr)
         return {"failed": ran.code, "verdict": {}, "recommendations": [], "runs": []}, ran.wall_s
@@ -97,9 +123,15 @@ def jpegs() -> Path:
     return root
 
 
-def got(report: dict) -> str:
+def pathologies(report: dict) -> list[str]:
+    return [p["kind"] for p in report.get("pathologies", [])]
+
+
+def got(report: dict, case: Case) -> str:
     if "failed" in report:
         return f"failed (exit {report['failed']})"
+    if case.pathology is not None:
+        return ("pathology:" + "+".join(pathologies(report))) if pathologies(report) else "no pathology"
     verdict = report["verdict"]
     if verdict["bottleneck"] == "inconclusive" or verdict["confidence"] <= HEDGED_CONFIDENCE:
         return "hedged"
@@ -107,8 +139,15 @@ def got(report: dict) -> str:
 
 
 def agrees(case: Case, report: dict) -> bool:
+    """The planted truth found (the verdict, or the pathology among those raised), no pathology
+    raised where none was planted, and one of the expected recommendations made."""
+    if "failed" in report:
+        return False
     ids = {r["id"] for r in report["recommendations"]}
-    return got(report) == case.expected and (not case.recommendations or bool(ids & set(case.recommendations)))
+    recommended = not case.recommendations or bool(ids & set(case.recommendations))
+    if case.pathology is not None:
+        return case.pathology in pathologies(report) and recommended
+    return got(report, case) == case.expected and not pathologies(report) and recommended
 
 
 def real_run(report: dict) -> dict:
@@ -126,11 +165,12 @@ def measure(case: Case, repeats: int, options: list[str]) -> dict:
     """``repeats`` diagnoses of ``case``, printed as one row and returned as its JSON row."""
     runs = [diagnose(case, options) for _ in range(repeats)]
     reports, walls = [report for report, _ in runs], [wall for _, wall in runs]
-    verdicts = [got(report) for report in reports]
+    verdicts = [got(report, case) for report in reports]
     agreed = sum(agrees(case, report) for report in reports)
     expected = case.expected + (f" + {' or '.join(case.recommendations)}" if case.recommendations else "")
     print(
-        f"{case.name:<21}{expected:<50}{','.join(verdicts):<24}{agreed}/{len(runs):<5}{median_range(walls)}", flush=True
+        f"{case.name:<25}{expected:<58} {','.join(verdicts):<30} {agreed}/{len(runs):<5}{median_range(walls)}",
+        flush=True,
     )
     return {
         "case": case.name,
@@ -143,19 +183,36 @@ def measure(case: Case, repeats: int, options: list[str]) -> dict:
         "speedup_ceiling": [report["verdict"].get("speedup_ceiling") for report in reports],
         "data_wait_fraction": [real_run(report).get("data_wait_fraction") for report in reports],
         "recommendations": [[r["id"] for r in report["recommendations"]] for report in reports],
+        "pathologies": [pathologies(report) for report in reports],
         "agree": agreed,
         "repeats": len(runs),
         "time_to_verdict_s": [round(w, 1) for w in walls],
     }
 
 
+def runs_under(prefix: tuple[str, ...]) -> bool:
+    """The machine can run a command under ``prefix`` (a mount namespace needs unprivileged user
+    namespaces; containers often forbid them)."""
+    if not prefix:
+        return True
+    try:
+        return subprocess.run([*prefix, "true"], capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
 def chosen_cases(names: str | None, gpu: bool) -> list[Case]:
-    """The cases ``--cases`` names (all by default), the GPU ones only where there is a GPU; an
-    unknown name ends the benchmark rather than measuring fewer cases than asked."""
+    """The cases ``--cases`` names (all by default), the GPU ones only where there is a GPU, those
+    run under a prefix only where it can be made (each left out is said); an unknown name ends the
+    benchmark rather than measuring fewer cases than asked."""
     unknown = set((names or "").split(",")) - {"", *(c.name for c in CASES)}
     if unknown:
         raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}; known: {', '.join(c.name for c in CASES)}")
-    return [c for c in CASES if (not names or c.name in names.split(",")) and (gpu or not c.gpu)]
+    named = [c for c in CASES if (not names or c.name in names.split(",")) and (gpu or not c.gpu)]
+    for case in named:
+        if not runs_under(case.prefix):
+            print(f"skipped {case.name}: this machine cannot run `{' '.join(case.prefix[:2])}`", file=sys.stderr)
+    return [c for c in named if runs_under(c.prefix)]
 
 
 def main() -> int | str:
@@ -173,7 +230,7 @@ def main() -> int | str:
         return f"missing scripts: {', '.join(missing)}" if missing else 0
     gpu = cuda_available()
     chosen = chosen_cases(args.cases, gpu)
-    print(f"{'case':<21}{'expected':<50}{'got':<24}{'agree':<7}time to verdict s, median (range)", flush=True)
+    print(f"{'case':<25}{'expected':<58} {'got':<30} {'agree':<7}time to verdict s, median (range)", flush=True)
     rows = [measure(case, args.repeats, args.options) for case in chosen]
     total = sum(r["agree"] for r in rows), sum(r["repeats"] for r in rows)
     print(f"agreement: {total[0]}/{total[1]}" + ("" if gpu else " (CPU cases; no CUDA here)"))

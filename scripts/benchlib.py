@@ -33,10 +33,11 @@ class Ran:
     stderr: str
 
 
-def fastload(*args: str, script_args: Sequence[str] = (), check: bool = False) -> Ran:
+def fastload(*args: str, script_args: Sequence[str] = (), check: bool = False, prefix: Sequence[str] = ()) -> Ran:
     """``python -m fastload_cli ARGS --json - [-- SCRIPT_ARGS]`` from the repository's root, its
-    report read back; ``check``: a failure ends the benchmark with fastload's last output."""
-    command = [sys.executable, "-m", "fastload_cli", *args, "--json", "-"]
+    report read back; ``check``: a failure ends the benchmark with fastload's last output;
+    ``prefix``: a command fastload runs under (``prlimit ...``)."""
+    command = [*prefix, sys.executable, "-m", "fastload_cli", *args, "--json", "-"]
     command += ["--", *script_args] if script_args else []
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
