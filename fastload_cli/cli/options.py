@@ -166,7 +166,7 @@ FixOption = Annotated[
     typer.Option(
         "--fix",
         help="A fix to apply and measure, repeatable: persistent-workers, prefetch-factor=N, pin-memory, workers=N, "
-        "thread-prefetch, cuda-prefetch, cache-decoded.",
+        "thread-prefetch, cuda-prefetch, cache-decoded, in-order, worker-threads=N.",
         metavar="NAME[=VALUE]",
         show_default=False,
     ),
