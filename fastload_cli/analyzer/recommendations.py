@@ -59,6 +59,7 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         expected_speedup=capped(s.speedup, v.speedup_ceiling),
         measured=True,
         evidence=cited(v, FindingKind.SWEEP),
+        num_workers=n,
     )
 
 
@@ -97,6 +98,7 @@ def more_workers(f: Facts, v: Verdict) -> Recommendation | None:
         expected_speedup=bounded(gain, v.speedup_ceiling),
         measured=False,
         evidence=cited(v, *LOADER_ACTIVITY, FindingKind.CORES_FREE, FindingKind.MACHINE_CPU),
+        num_workers=target,
     )
 
 

@@ -148,6 +148,7 @@ class Recommendation:
     expected_speedup: float | None
     measured: bool
     evidence: tuple[str, ...] = ()
+    num_workers: int | None = None  # the num_workers it sets, where it sets one
 
 
 class PathologyKind(enum.Enum):

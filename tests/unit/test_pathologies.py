@@ -292,6 +292,19 @@ def test_advice_that_costs_more_memory_than_is_free_says_so_in_its_title() -> No
     assert limits.priced(rec, cheap, per_worker=None).title == rec.title
 
 
+def test_workers_an_estimate_adds_are_priced_at_a_worker_s_own_memory() -> None:
+    run = dataclasses.replace(real([5.0] * 40), memory_available_bytes=2**30)  # 4 workers now
+    facts = gather_facts([run], [summarize(run)], search.Limits())
+    rec = Recommendation(
+        id="increase-num-workers", title="Use num_workers=8 (now 4)", detail="", expected_speedup=2.0, measured=False,
+        num_workers=8,
+    )  # fmt: skip
+    light = limits.priced(rec, facts, per_worker=64 * MB)
+    assert light.title == rec.title and "Memory: about 256 MiB more, of the 1.0 GiB available." in light.detail
+    heavy = limits.priced(rec, facts, per_worker=256 * MB)  # 4 more workers of 256 MiB: all of 1 GiB
+    assert heavy.title.endswith("(needs more memory than is free)")
+
+
 # -- the fixes ---------------------------------------------------------------------------------
 
 

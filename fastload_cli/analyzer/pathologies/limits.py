@@ -95,21 +95,11 @@ def memory_cost(rec: Recommendation, f: Facts, per_worker: int | None) -> int | 
         return sweep.memory_cost_bytes
     if rec.id == "larger-prefetch-factor":
         return in_flight_bytes(f)  # doubling the prefetch doubles what is in flight
-    target = _target_workers(rec, f)
+    target = rec.num_workers if rec.id == "increase-num-workers" else None
     if target is None or target <= loader.num_workers or per_worker is None:
         return None
     added = target - loader.num_workers
     return (per_worker + (in_flight_bytes(f, 1) or 0)) * added * f.ranks_per_node
-
-
-def _target_workers(rec: Recommendation, f: Facts) -> int | None:
-    if rec.id != "increase-num-workers":
-        return None
-    if f.sweep is not None:
-        return f.sweep.recommended_workers
-    words = rec.title.split("num_workers=")
-    number = words[1].split()[0].rstrip(",") if len(words) > 1 else ""
-    return int(number) if number.isdigit() else None
 
 
 def priced(rec: Recommendation, f: Facts, per_worker: int | None) -> Recommendation:
