@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from fastload_cli.analyzer import Analysis, analyze, disturbed, next_runs, search, split
+from fastload_cli.analyzer import Analysis, analyze, disturbed, next_runs, pathologies, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import first_loader, summarize
@@ -417,13 +417,16 @@ def check_measurable(run: RunResult, python: str | None = None) -> None:
         first_line = message.strip().splitlines()[0] if message.strip() else message
         raise ScriptFailedError(
             f"the script failed before its first batch: {first_line}",
-            hint_for(message, tail, python, run.oom_kills) or "its output and traceback are shown above",
+            pathologies.explaining(run)
+            or hint_for(message, tail, python, run.oom_kills)
+            or "its output and traceback are shown above",
             f"{tail.rstrip()}\n{message}" if message not in tail else tail,
         )
     if run.status is RunStatus.TIMEOUT:
         raise FastloadError(
             "no DataLoader batch arrived before the timeout",
-            timeout_hint(run.stuck_at) if run.stuck_at else "raise --timeout if the script needs longer to start",
+            pathologies.explaining(run)
+            or (timeout_hint(run.stuck_at) if run.stuck_at else "raise --timeout if the script needs longer to start"),
         )
     if run.signal_name is not None:
         raise ScriptFailedError(

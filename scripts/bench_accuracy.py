@@ -16,6 +16,7 @@ can be made (it runs fastload with a 64 MB /dev/shm, as Docker gives).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -108,7 +109,8 @@ def diagnose(case: Case, options: list[str]) -> tuple[dict, float]:
     ran = fastload("diagnose", str(case.script), *case.options, *options, script_args=script_args, prefix=case.prefix)
     if ran.report is None:
         print(f"fastload exited {ran.code} on {case.name}:\n{ran.stderr[-2000:]}", file=sys.stderr)
-        return {"failed": ran.code, "verdict": {}, "recommendations": [], "runs": []}, ran.wall_s
+        hint = next((line for line in reversed(ran.stderr.splitlines()) if line.startswith("Hint:")), "")
+        return {"failed": ran.code, "hint": hint, "verdict": {}, "recommendations": [], "runs": []}, ran.wall_s
     return ran.report, ran.wall_s
 
 
@@ -124,12 +126,17 @@ def jpegs() -> Path:
 
 
 def pathologies(report: dict) -> list[str]:
+    """The pathologies a report names, or, where the script failed before its first batch (exit 1,
+    no report), the one the error's hint names (``[kind]``)."""
+    if "failed" in report:
+        return re.findall(r"\[([a-z-]+)\]:", report.get("hint", ""))[:1]
     return [p["kind"] for p in report.get("pathologies", [])]
 
 
 def got(report: dict, case: Case) -> str:
     if "failed" in report:
-        return f"failed (exit {report['failed']})"
+        named = pathologies(report)
+        return f"pathology:{named[0]} (error)" if named else f"failed (exit {report['failed']})"
     if case.pathology is not None:
         return ("pathology:" + "+".join(pathologies(report))) if pathologies(report) else "no pathology"
     verdict = report["verdict"]
@@ -139,10 +146,9 @@ def got(report: dict, case: Case) -> str:
 
 
 def agrees(case: Case, report: dict) -> bool:
-    """The planted truth found (the verdict, or the pathology among those raised), no pathology
-    raised where none was planted, and one of the expected recommendations made."""
-    if "failed" in report:
-        return False
+    """The planted truth found (the verdict, or the pathology among those the report raises or the
+    error names that ended the run before its first batch), no pathology raised where none was
+    planted, and one of the expected recommendations made."""
     ids = {r["id"] for r in report["recommendations"]}
     recommended = not case.recommendations or bool(ids & set(case.recommendations))
     if case.pathology is not None:

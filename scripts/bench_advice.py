@@ -16,10 +16,12 @@ rounds:
 - ``cache-decoded-samples`` and ``faster-storage`` (whose figure is storage and decoding that cost
   nothing): the dataset wrapped in ``fastload_cli.fixes.DecodedCache``, filled before training;
 - ``reduce-augmentation-cost`` (a cost "up to"): the random transforms replaced by fastload's
-  deterministic stand-ins, augmentation made free.
+  deterministic stand-ins, augmentation made free;
+- a pathology's fix, where diagnose verified it: ``deliver-out-of-order``, ``in_order=False``
+  given to the DataLoader; ``one-thread-per-worker``, ``worker_init_fn=WorkerThreads(1)``.
 
 Each plain run trains ``--epochs`` epochs of the script (its busiest loader's), each cut at
-``--epoch-batches`` batches where the script's epochs are longer. The last three
+``--epoch-batches`` batches where the script's epochs are longer. Caching and no-aug
 promise a steady state, so both arms are timed over the epochs after the first (the one-off
 filling of a cache happens before the first). Realized gain: the median of the per-round
 ratios; noise: half the range of those ratios. A recommendation comes true when it realizes at
@@ -49,6 +51,8 @@ FOLLOWED = {
     "cache-decoded-samples": (("--apply", "cache-decoded"), "warm"),
     "faster-storage": (("--apply", "cache-decoded"), "warm"),
     "reduce-augmentation-cost": (("--apply", "no-aug"), "warm"),
+    "deliver-out-of-order": (("--set", "in_order=False"), "all"),
+    "one-thread-per-worker": (("--apply", "worker-threads"), "all"),
 }
 RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULTILINE)  # plain_epochs.py's line
 

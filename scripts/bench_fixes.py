@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What `fastload try` measures for each fix on the zoo, and whether the cached mode's split adds up.
 
-    python scripts/bench_fixes.py [--repeats 3] [--only fixes|split] [--out fixes.json]
+    python scripts/bench_fixes.py [--repeats 3] [--only fixes|split] [--cases a,b] [--out fixes.json]
 
 Runs each case's `fastload try SCRIPT --fix ... --json -` ``--repeats`` times and prints every
 fix's measured gain, its noise and the judgement; then `diagnose --modes real,synthetic,no-aug,cached`
@@ -25,6 +25,10 @@ CASES = (
     ("cold-reads", ZOO / "cold_reads.py", ("cache-decoded",)),
     ("augmentation", EXAMPLES / "augmentation_heavy.py", ("cache-decoded",)),
     ("augmentation", EXAMPLES / "augmentation_heavy.py", ("prefetch-factor=4", "thread-prefetch")),
+    # the pathologies' fixes, where they apply and where they do not
+    ("slow-samples", ZOO / "slow_samples.py", ("in-order",)),
+    ("oversubscribed", ZOO / "thread_oversubscription.py", ("worker-threads=1",)),
+    ("augmentation", EXAMPLES / "augmentation_heavy.py", ("in-order", "worker-threads=1")),
 )
 
 
@@ -34,9 +38,11 @@ def report(*args: str) -> dict:
     return ran.report
 
 
-def try_cases(repeats: int) -> list[dict]:
+def try_cases(repeats: int, names: str | None) -> list[dict]:
     rows = []
     for name, script, fixes in CASES:
+        if names and name not in names.split(","):
+            continue
         found: dict[str, list[dict]] = {}
         for _ in range(repeats):
             tried = report("try", str(script), *(a for fix in fixes for a in ("--fix", fix)))
@@ -89,9 +95,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--only", choices=("fixes", "split"), help="run one of the two cases")
+    parser.add_argument("--cases", help="comma-separated names of the fixes' cases (default: all)")
     args = parser.parse_args()
     rows = {
-        "fixes": try_cases(args.repeats) if args.only != "split" else [],
+        "fixes": try_cases(args.repeats, args.cases) if args.only != "split" else [],
         "split": split_case(args.repeats) if args.only != "fixes" else [],
     }
     write_json(args.out, rows)

@@ -4,7 +4,7 @@ DataLoader's ``num_workers`` set to W (``own``: as the script sets it), each epo
 loader timed from ``iter()`` to the next ``iter()`` (the last one to the script's end), so its
 start-up, its last step and the shutdown of its workers all count.
 
-    python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug] [--epochs N]
+    python scripts/plain_epochs.py [--set NAME=VALUE ...] [--apply cache-decoded|no-aug|worker-threads] [--epochs N]
                                    [--epoch-batches B] W SCRIPT [ARGS...]
 
 ``--set`` gives every DataLoader that argument (``persistent_workers=True``), as editing the
@@ -12,7 +12,9 @@ script would. ``--apply`` follows advice that changes the dataset, the way a use
 ``cache-decoded`` wraps each loader's dataset in ``fastload_cli.fixes.DecodedCache`` (as ``fastload
 try --fix cache-decoded`` does) and fills it before the loader starts; ``no-aug`` puts fastload's
 deterministic stand-ins in place of the random transforms (augmentation made free: the most a
-cheaper augmentation can give). Nothing of fastload measures or runs beside the script.
+cheaper augmentation can give); ``worker-threads`` gives each loader ``worker_init_fn=
+fastload_cli.fixes.WorkerThreads(1)`` (its own init function run after it). Nothing of fastload
+measures or runs beside the script.
 ``--epochs N`` ends the script when its busiest loader starts epoch N + 1, and ``--epoch-batches
 B`` ends each epoch after B batches (scripts that train longer than a comparison needs).
 
@@ -69,7 +71,12 @@ def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
     if kwargs.get("num_workers", 0) == 0:  # the settings that need workers, back to neutral
         kwargs.pop("prefetch_factor", None)
         kwargs["persistent_workers"] = False
-    if APPLY is not None:
+    if APPLY == "worker-threads":
+        sys.path.append(str(Path(__file__).resolve().parent.parent))  # this checkout's fastload, installed or not
+        from fastload_cli.fixes import WorkerThreads
+
+        kwargs["worker_init_fn"] = WorkerThreads(1, then=kwargs.get("worker_init_fn"))
+    elif APPLY is not None:
         args, kwargs = with_dataset(args, kwargs)
     built_init(self, *args, **kwargs)
 

@@ -276,7 +276,7 @@ def test_room_in_dev_shm_is_no_finding_and_a_bus_error_is() -> None:
     died = dataclasses.replace(
         roomy, output_tail="RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error."
     )
-    assert "bus error" in found(died, PathologyKind.SHARED_MEMORY).finding
+    assert "A worker ran out of it: bus error." in found(died, PathologyKind.SHARED_MEMORY).finding
 
 
 def test_advice_that_costs_more_memory_than_is_free_says_so_in_its_title() -> None:
@@ -333,3 +333,46 @@ def test_batches_delivered_out_of_order_are_compared_by_make_up_only() -> None:
     assert compare(unchanged, b.run("fix:pin-memory", swapped)).same is False
     check = compare(unchanged, b.run("fix:in-order", swapped))
     assert check.same is True and "another order" in check.said
+
+
+# -- a run that a pathology stopped before its first batch -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message, env, kind, said",
+    [
+        (
+            "RuntimeError: unable to allocate shared memory(shm) for file </torch_1_2_0>: No space left on device",
+            ChildEnv(shm_total_bytes=64 * MB, shm_free_bytes=0),
+            "shared-memory",
+            "/dev/shm holds 64 MiB",
+        ),
+        ("received 0 items of ancdata", ChildEnv(fd_limit=1024), "file-descriptors", "more than its 1024 allowed"),
+    ],
+)
+def test_a_failure_before_the_first_batch_is_explained_by_its_pathology(message, env, kind, said) -> None:
+    from fastload_cli.errors import ScriptFailedError
+    from fastload_cli.session import check_measurable
+
+    run = dataclasses.replace(
+        b.run("real", [], loaders=[b.loader(4)]),
+        env=env,
+        error=ScriptError(type_name="RuntimeError", message=message, traceback=""),
+    )
+    with pytest.raises(ScriptFailedError) as raised:
+        check_measurable(run)
+    assert f"[{kind}]" in (raised.value.hint or "") and said in (raised.value.hint or "")
+
+
+def test_a_failure_no_pathology_explains_keeps_its_own_hint() -> None:
+    from fastload_cli.errors import ScriptFailedError
+    from fastload_cli.session import check_measurable
+
+    run = dataclasses.replace(
+        b.run("real", [], loaders=[b.loader(4)]),
+        env=ChildEnv(shm_total_bytes=8 * 2**30, fd_limit=1024),
+        error=ScriptError(type_name="ValueError", message="bad label", traceback=""),
+    )
+    with pytest.raises(ScriptFailedError) as raised:
+        check_measurable(run)
+    assert "[" not in (raised.value.hint or "")

@@ -52,7 +52,7 @@ def shared_memory(run: RunResult, f: Facts) -> Pathology | None:
             + ")"
         )
     finding += (
-        f". A worker was killed by a bus error: it ran out of shared memory ({failed})."
+        f". A worker ran out of it: {failed}."
         if failed
         else ": little room is left for pinned copies, a second loader or another job on the machine."
     )
