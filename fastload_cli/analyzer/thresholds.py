@@ -224,6 +224,10 @@ SLOW_TAIL_SHARE = 0.60
 SLOW_TAIL_RATIO = 10.0
 SLOW_TAIL_MIN_MS = 50.0
 SLOW_TAIL_MIN_STALLS = 2
+# ...and behind most stalls one of the other workers' next batches was ready (a wait of at most
+# SLOW_TAIL_READY_RATIO times the median, or SLOW_TAIL_READY_MS): it was held up, not slow itself.
+SLOW_TAIL_READY_RATIO = 2.0
+SLOW_TAIL_READY_MS = 1.0
 # Idle workers: one worker delivered at least this share of the measured batches (of at least
 # IDLE_WORKERS_MIN_BATCHES), where an even share would be 1/num_workers.
 IDLE_WORKERS_SHARE = 0.90

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 import psutil
 
@@ -23,13 +24,12 @@ from fastload_cli.samplers.ticker import Ticker
 # they walk /sys). Between them the last disk reading is carried forward: a cumulative counter
 # at 1 Hz resolution.
 SLOW_EVERY_TICKS = 20
-# Readings of each process's threads and open descriptors (a /proc directory each, ~0.05 ms): on
-# every 5th tick, 4 Hz at the default 20 Hz.
-THREADS_EVERY_TICKS = 5
-# A worker's unique memory walks its memory map's rollup, ~10 ms for a process that imported torch:
-# one worker's on every 10th tick, the workers in turn, so the cost stays ~2% of a core however
-# many workers there are.
-UNIQUE_EVERY_TICKS = 10
+# What the pathologies read (each process's threads, context switches, page faults and open
+# descriptors, each worker's threads' CPU; ~0.05 ms a process): on every 5th tick, 4 Hz at the
+# default 20 Hz. A worker's unique memory walks its memory map's rollup, ~10 ms for a process that
+# imported torch: it is read only when asked (``read_memory_now``), where the measured window
+# starts and ends.
+DETAIL_EVERY_TICKS = 5
 
 
 # The share of one core the host sampler may take: a process tree too large to walk at the
@@ -47,7 +47,6 @@ class HostSampler:
         self._lock = threading.Lock()
         self._unavailable: dict[str, str] = {}
         self._tick = 0
-        self._unique_turn = 0
         self._all_unique = False  # the sample being taken reads every worker's unique memory
         self._disk_read_bytes: int | None = None
         self._ticker: Ticker[HostSample] = Ticker(
@@ -97,8 +96,7 @@ class HostSampler:
     def sample(self) -> HostSample:
         t_ns = time.monotonic_ns()
         slow = self._tick % SLOW_EVERY_TICKS == 0
-        threads = self._tick % THREADS_EVERY_TICKS == 0
-        unique_of = self._next_unique() if self._tick % UNIQUE_EVERY_TICKS == 0 else None
+        detail = self._tick % DETAIL_EVERY_TICKS == 0 or self._all_unique
         if slow:
             self._rescan()
             self._disk_read_bytes = self._field("disk_read_bytes", _disk_read_bytes)
@@ -109,8 +107,7 @@ class HostSampler:
         found = []
         for pid, proc in procs:
             role = ProcRole.MAIN if pid == self._root_pid else ProcRole.WORKER if pid in workers else ProcRole.OTHER
-            unique = pid == unique_of or (self._all_unique and role is ProcRole.WORKER)
-            sample = self._sample_proc(proc, role, threads, unique=unique)
+            sample = self._sample_proc(proc, role, detail, unique=self._all_unique and role is ProcRole.WORKER)
             if sample is None:
                 with self._lock:
                     self._procs.pop(pid, None)
@@ -140,27 +137,14 @@ class HostSampler:
             for child in children:
                 self._procs.setdefault(child.pid, child)
 
-    def _next_unique(self) -> int | None:
-        """The worker whose unique memory this tick reads: each in turn."""
-        with self._lock:
-            workers = sorted(pid for pid in self._workers if pid in self._procs)
-        if not workers:
-            return None
-        self._unique_turn += 1
-        return workers[self._unique_turn % len(workers)]
-
-    def _sample_proc(self, proc: psutil.Process, role: ProcRole, threads: bool, *, unique: bool) -> ProcSample | None:
+    def _sample_proc(self, proc: psutil.Process, role: ProcRole, detail: bool, *, unique: bool) -> ProcSample | None:
         try:
             with proc.oneshot():
                 cpu = proc.cpu_times()
                 rss = self._field("rss", lambda: proc.memory_info().rss)
                 read = self._field("read_bytes", lambda: proc.io_counters().read_bytes)
                 blocked = proc.status() == psutil.STATUS_DISK_SLEEP  # /proc/PID/stat, read once in oneshot
-                count = self._field("threads", proc.num_threads)  # /proc/PID/status, also read once
-                faults = self._field("minor_faults", lambda: _minor_faults(proc.pid))
-                switches = self._field("involuntary_switches", lambda: proc.num_ctx_switches().involuntary)
-            fds = self._field("fds", proc.num_fds) if threads else None
-            per_thread = self._threads(proc) if threads and role is ProcRole.WORKER else ()
+            found = self._detail(proc, role) if detail else {}
             own = self._field("unique_bytes", lambda: proc.memory_full_info().uss) if unique else None
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             return None
@@ -176,13 +160,22 @@ class HostSampler:
             read_bytes=read,
             kernel_cpu_s=cpu.system,
             blocked=blocked,
-            threads=count,
-            involuntary_switches=switches,
-            fds=fds,
             unique_bytes=own,
-            minor_faults=faults,
-            thread_cpu_s=per_thread,
+            **found,
         )
+
+    def _detail(self, proc: psutil.Process, role: ProcRole) -> dict[str, Any]:
+        """What the pathologies read of one process, on every few ticks."""
+        with proc.oneshot():
+            threads = self._field("threads", proc.num_threads)  # /proc/PID/status, read once in oneshot
+            switches = self._field("involuntary_switches", lambda: proc.num_ctx_switches().involuntary)
+        return {
+            "threads": threads,
+            "involuntary_switches": switches,
+            "minor_faults": self._field("minor_faults", lambda: _minor_faults(proc.pid)),
+            "fds": self._field("fds", proc.num_fds),
+            "thread_cpu_s": self._threads(proc) if role is ProcRole.WORKER else (),
+        }
 
     def _threads(self, proc: psutil.Process) -> tuple[tuple[int, float], ...]:
         """Each thread's cumulative CPU seconds: which of a worker's threads compute (its own, a

@@ -49,6 +49,11 @@ def real(waits_ms: Sequence[float], *, workers: int = 4, compute_ms: float = 20.
 # -- slow samples ---------------------------------------------------------------------------------
 
 
+def test_stalls_with_ready_batches_behind_them_on_two_workers_are_slow_samples() -> None:
+    waits = [400.0 if i in (10, 30, 50) else 1.0 for i in range(60)]
+    assert PathologyKind.SLOW_SAMPLES in kinds(real(waits, workers=2))
+
+
 def test_a_few_long_stalls_among_ready_batches_are_slow_samples() -> None:
     waits = [1.0] * 60
     for i in (10, 22, 35, 47, 55):
@@ -78,6 +83,8 @@ def test_slow_samples_advice_is_a_recommendation_with_an_estimate_diagnose_verif
         ([1.0] * 55 + [400.0] * 5, 1),  # one worker: nothing can overtake a slow batch
         ([1.0] * 59 + [400.0], 4),  # a single stall is a hiccup
         ([1.0] * 30 + [200.0] * 30, 4),  # half the batches stall: not a few slow samples
+        # two workers, each stall followed by another: neither worker's batch was ready behind it
+        ([400.0 if i in (10, 11, 30, 31, 50, 51) else 1.0 for i in range(60)], 2),
     ],
 )
 def test_what_is_not_slow_samples(waits: list[float], workers: int) -> None:

@@ -27,15 +27,18 @@ def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
     loader, steps = f.loader, steady_steps(run)
     if loader is None or loader.num_workers < 2 or len(steps) < th.MIN_STEADY_BATCHES:
         return None  # with one worker nothing can overtake a slow batch
-    waits = sorted(s.wait_ns for s in steps)
+    waits = [s.wait_ns for s in steps]
     total, wall = sum(waits), sum(s.step_ns for s in steps)
-    median = waits[len(waits) // 2]
+    median = sorted(waits)[len(waits) // 2]
     line = max(th.SLOW_TAIL_RATIO * median, th.SLOW_TAIL_MIN_MS * 1e6)
-    stalls = [w for w in waits if w >= line]
+    stalled = [i for i, w in enumerate(waits) if w >= line]
+    stalls = [waits[i] for i in stalled]
     if wall <= 0 or total < th.PATHOLOGY_WAIT_NOTABLE * wall or len(stalls) < th.SLOW_TAIL_MIN_STALLS:
         return None
     if len(stalls) > th.SLOW_TAIL_MAX_BATCHES * len(waits) or sum(stalls) < th.SLOW_TAIL_SHARE * total:
         return None  # most batches wait: the pipeline is slow throughout, not held up by a few samples
+    if 2 * sum(_others_ready(waits, i, loader.num_workers, median) for i in stalled) <= len(stalled):
+        return None  # the other workers' batches were not ready behind the stalls: every worker is slow
     held = sum(stalls) / total
     finding = (
         f"{len(stalls)} of {len(steps)} batches ({pct(len(stalls) / len(steps))}) stalled the loop "
@@ -64,6 +67,13 @@ def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
             "wall_s": wall / NS,
         },
     )
+
+
+def _others_ready(waits: list[int], stall: int, workers: int, median: int) -> bool:
+    """Among the batches after a stall, the other workers' (the next ``workers - 1``), one was
+    ready: the stall held it up, as in-order delivery does behind a slow sample."""
+    ready = max(th.SLOW_TAIL_READY_RATIO * median, th.SLOW_TAIL_READY_MS * 1e6)
+    return any(w <= ready for w in waits[stall + 1 : stall + workers])
 
 
 def idle_workers(run: RunResult, f: Facts) -> Pathology | None:
