@@ -88,6 +88,7 @@ CASES = (
     # Pathologies: each script's planted failure or slowdown must be among the report's pathologies.
     Case("slow-samples", ZOO / "slow_samples.py", "pathology:slow-samples", ("deliver-out-of-order",)),
     Case("duplicate-workers", ZOO / "duplicate_workers.py", "pathology:duplicate-samples"),
+    Case("idle-workers", ZOO / "idle_workers.py", "pathology:idle-workers"),
     Case("memory-growth", ZOO / "memory_growth.py", "pathology:memory-growth"),
     Case(
         "thread-oversubscription",

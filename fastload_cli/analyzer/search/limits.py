@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, steady_window
+from fastload_cli.analyzer.metrics import epoch_batches, primary_loader_id, steady_window
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.formatting import size
-from fastload_cli.records import LoaderInfo, SweepPoint
+from fastload_cli.records import LoaderInfo, RunResult, SweepPoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,8 @@ class Limits:
     persistent_workers: bool = False  # the loader keeps its workers across epochs
     guided: bool = True  # start from the prediction (``predict``, ``guided``) once the own setting is measured
     in_process: bool = False  # settings in turn in one run of the script where the loader allows it
+    shm_bytes: int | None = None  # /dev/shm, where workers hand their batches over
+    batch_bytes: int | None = None  # one batch of the loader being swept
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""
@@ -36,6 +38,28 @@ class Limits:
             epoch_batches=epoch_batches(loader),
             prefetch_factor=loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR,
             persistent_workers=loader.persistent_workers,
+        )
+
+    def with_machine(self, run: RunResult | None) -> Limits:
+        """These limits with /dev/shm as ``run``'s child saw it and the size of its loader's batch."""
+        if run is None or run.env.shm_total_bytes is None:
+            return self
+        loader_id = primary_loader_id(run)
+        layout = next((lo for lo in run.layouts if lo.loader_id == loader_id), None)
+        batch = sum(leaf.nbytes for leaf in layout.leaves) if layout is not None else None
+        return replace(self, shm_bytes=run.env.shm_total_bytes, batch_bytes=batch or None)
+
+    def shm_full(self, workers: int) -> str | None:
+        """Why ``workers`` would not fit /dev/shm: their batches in flight (``prefetch_factor`` each)
+        past ``SHM_NOTABLE`` of it, where a worker dies of a bus error or cannot allocate."""
+        if not workers or self.shm_bytes is None or not self.batch_bytes:
+            return None
+        need = self.batch_bytes * self.prefetch_factor * workers
+        if need <= th.SHM_NOTABLE * self.shm_bytes:
+            return None
+        return (
+            f"{workers} workers would keep {size(need)} of batches in /dev/shm ({size(self.batch_bytes)} a batch x "
+            f"prefetch_factor {self.prefetch_factor}), and /dev/shm holds {size(self.shm_bytes)}"
         )
 
     def too_many(self, workers: int) -> str | None:
@@ -78,6 +102,10 @@ def projected_rss(points: Sequence[SweepPoint], workers: int) -> int | None:
 
 
 def over_budget(points: Sequence[SweepPoint], workers: int, limits: Limits) -> str | None:
+    """Why ``workers`` would not fit what the machine has: /dev/shm, or the memory left."""
+    full = limits.shm_full(workers)
+    if full is not None:
+        return full
     need = projected_rss(points, workers)
     budget = limits.memory_budget_bytes
     if need is None or budget is None or need <= budget:

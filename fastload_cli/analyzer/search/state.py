@@ -68,9 +68,9 @@ def state(
 ) -> State:
     """The search's state from the runs so far (a real run among them is the script's own setting)."""
     loader = first_loader(runs)
-    bounded = limits.with_loader(loader)
-    current = current_workers(runs)
     first = next((r for r in runs if r.batches), None)
+    bounded = limits.with_loader(loader).with_machine(first)
+    current = current_workers(runs)
     return State(
         points=tuple(measured_points(runs, summaries)),
         current=current,
