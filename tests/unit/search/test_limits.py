@@ -31,7 +31,9 @@ def test_the_search_never_goes_past_what_dev_shm_holds_and_says_so() -> None:
     from fastload_cli.records import BatchLayout, ChildEnv, TensorLeaf
     from tests.unit import builders as b
 
-    leaf = TensorLeaf(path="[0]", dtype="float32", shape=(64, 3, 224, 224), nbytes=8 * 2**20, pinned=False, device="cpu")
+    leaf = TensorLeaf(
+        path="[0]", dtype="float32", shape=(64, 3, 128, 128), nbytes=8 * 2**20, pinned=False, device="cpu"
+    )
     run = dataclasses.replace(
         b.run("real", b.batches([5.0] * 20, 20.0)),
         env=ChildEnv(shm_total_bytes=64 * 2**20),
