@@ -31,7 +31,7 @@ DEFAULT_SAMPLE_INTERVAL_S = 0.05
 DEFAULT_FOLLOW_UP_BUDGET_S = 25.0
 # A pathology's fix (in_order=False, one thread per worker) is worth a longer diagnose: its run may
 # end this many seconds past that budget.
-PATHOLOGY_FOLLOW_UP_EXTRA_S = 30.0
+PATHOLOGY_FOLLOW_UP_EXTRA_S = 60.0
 # How long a child may take to leave after it was asked to stop, before it is terminated.
 DEFAULT_STOP_GRACE_S = 3.0
 
