@@ -15,13 +15,6 @@ from fastload_cli.records import HostSample, Pathology, PathologyKind, ProcRole,
 
 PAGE_BYTES = 4096  # a page faulted in: Linux's base page on x86-64 and most arm64 kernels
 Series = list[tuple[int, ProcSample]]  # one process's samples, (t_ns, sample), in time order
-THREAD_LIMIT_CODE = (
-    "from threadpoolctl import threadpool_limits\n"
-    "def one_thread(_):\n"
-    "    threadpool_limits(1)  # OpenBLAS, MKL, OpenMP\n"
-    "    cv2.setNumThreads(1)  # where OpenCV is used\n"
-    "DataLoader(..., worker_init_fn=one_thread)"
-)
 
 
 def measured_window(run: RunResult) -> tuple[int, int] | None:
@@ -61,10 +54,10 @@ def oversubscription(run: RunResult, f: Facts) -> Pathology | None:
     counts = [n for s in worker_series(run.host_samples, window).values() if (n := busy_threads(s)) is not None]
     several = [n for n in counts if n >= 2]
     computing = sum(counts) + 1  # the loop's own thread
-    if not counts or len(several) * 2 < len(counts) or computing <= cores:
+    if not counts or len(several) * 2 <= len(counts) or computing <= cores:  # most of the workers
         return None
     finding = (
-        f"{len(several)} of {len(counts)} workers computed on {max(several)} threads each "
+        f"{len(several)} of {len(counts)} workers computed on {min(several)} threads or more "
         f"({sum(counts)} computing threads in the workers, {computing} with the loop) on {cores} cores: a thread pool "
         "(OpenBLAS, MKL, OpenMP or OpenCV, sized for the whole machine) runs in every forked worker, and the pools "
         "take the cores from each other and from the training step."
@@ -74,9 +67,10 @@ def oversubscription(run: RunResult, f: Facts) -> Pathology | None:
         title="Thread pools in every worker oversubscribe the cores",
         finding=finding,
         advice=(
-            "Limit each worker to one thread: torch does so for its own pool, not for numpy's, OpenCV's or "
-            f"OpenMP's. In a worker_init_fn:\n    {THREAD_LIMIT_CODE.replace(chr(10), chr(10) + '    ')}\n"
-            "or start training with OMP_NUM_THREADS=1 (which limits the main process too)."
+            "Limit each worker to one thread (torch does so for its own pool, not for numpy's, OpenCV's or "
+            "OpenMP's): DataLoader(..., worker_init_fn=fastload_cli.fixes.WorkerThreads(1)), or in your own "
+            "worker_init_fn threadpoolctl.threadpool_limits(1) and cv2.setNumThreads(1); or start training "
+            "with OMP_NUM_THREADS=1 (which limits the main process too)."
         ),
         recommendation="one-thread-per-worker",
         fix="worker-threads=1",
