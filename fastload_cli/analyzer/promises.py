@@ -1,7 +1,7 @@
 """What a recommendation promises, held against what was measured: a steady-state gain as
 training can count on it (``promise``: over whole epochs, at the low edge of its runs' noise), a
-run with the fix applied (``verified``), and the noise an estimate must clear (``inside_noise``)
-or a measured gain falls inside (``no_gain``)."""
+run with the fix applied (``verified``: at the low edge of its noise too), and the noise an
+estimate must clear (``inside_noise``) or a measured gain falls inside (``no_gain``)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,9 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
         return rec
     line = f"Verified by a run with {tried.name} applied: {tried.reason}."
     gain = tried.speedup
+    if gain > 1 and tried.spread:  # each run measured once: promised at the low edge of their noise
+        gain = max(1.0, gain / (1 + tried.spread))
+        line += f" The two runs are told apart to ±{100 * tried.spread:.0f}%: the gain given is what that leaves of it."
     if rec.id == "persistent-workers" and rec.expected_speedup is not None:
         # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches
         # than an epoch has, overstates what keeping the workers saves. The estimate is per epoch.
