@@ -38,7 +38,7 @@ def workers_that_fit(f: Facts, shm_bytes: int) -> int | None:
 
 def shared_memory(run: RunResult, f: Facts) -> Pathology | None:
     """Batches in flight near the size of /dev/shm, or a worker killed by a bus error."""
-    total, need, failed = run.env.shm_total_bytes, in_flight_bytes(f), _shm_failure(run)
+    total, need, failed = run.env.shm_total_bytes, in_flight_bytes(f), failure(run, SHM_ERRORS)
     if total is None or (not failed and (need is None or need < th.SHM_NOTABLE * total)):
         return None
     loader = f.loader
@@ -70,9 +70,10 @@ def shared_memory(run: RunResult, f: Facts) -> Pathology | None:
     )
 
 
-def _shm_failure(run: RunResult) -> str | None:
+def failure(run: RunResult, signs: tuple[str, ...]) -> str | None:
+    """The first of ``signs`` (lower case) in the run's exception message or last output, if any."""
     text = f"{run.error.message if run.error else ''}\n{run.output_tail}".lower()
-    return next((e for e in SHM_ERRORS if e in text), None)
+    return next((sign for sign in signs if sign in text), None)
 
 
 def worker_bytes(run: RunResult) -> int | None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.metrics import NS, epoch_batches, loader_batches, steady_steps
+from fastload_cli.analyzer.pathologies.limits import failure
 from fastload_cli.formatting import pct, size
 from fastload_cli.records import HostSample, Pathology, PathologyKind, ProcRole, ProcSample, RunResult
 
@@ -181,7 +182,7 @@ def descriptors(run: RunResult, f: Facts) -> Pathology | None:
     sharing strategy every tensor received from a worker keeps one open until it is freed."""
     limit = run.env.fd_limit
     peak = max((p.fds for s in run.host_samples for p in s.procs if p.role is ProcRole.MAIN and p.fds), default=None)
-    failed = _fds_failure(run)
+    failed = failure(run, FDS_ERRORS)
     if limit is None or (not failed and (peak is None or peak < th.FDS_NOTABLE * limit)):
         return None
     shown = f"{peak} of its {limit}" if peak is not None else f"more than its {limit}"
@@ -205,8 +206,3 @@ def descriptors(run: RunResult, f: Facts) -> Pathology | None:
 
 
 FDS_ERRORS = ("received 0 items of ancdata", "too many open files")
-
-
-def _fds_failure(run: RunResult) -> str | None:
-    text = f"{run.error.message if run.error else ''}\n{run.output_tail}".lower()
-    return next((e for e in FDS_ERRORS if e in text), None)
