@@ -85,10 +85,12 @@ def assert_verdict(report: dict, *expected: str) -> bool:
     verdict = report["verdict"]
     if verdict["bottleneck"] in expected:
         return True
-    assert disturbed_by_others(report), verdict
-    assert any("ther processes" in c for c in verdict["caveats"]), verdict
+    head = f"{verdict['bottleneck']} {verdict['confidence']}: {verdict['label']}"
+    said = "\n".join([head, *verdict["evidence"], *verdict["caveats"]])  # what it rests on, to read on failure
+    assert disturbed_by_others(report), said
+    assert any("ther processes" in c for c in verdict["caveats"]), said
     most = round(CONFIDENCE_STRONG * CONFIDENCE_DISTURBED, 2)  # the report gives two decimals
-    assert verdict["confidence"] <= most, verdict  # lowered from the most it gives
+    assert verdict["confidence"] <= most, said  # lowered from the most it gives
     return False
 
 

@@ -109,20 +109,23 @@ class Facts:
 
         Reads from storage, iowait, or a loop that waits for data while the loaders sleep. Loaders
         that sleep prove nothing alone: workers that keep up sleep because their queue is full, and
-        then the loop does not wait.
+        then the loop does not wait. Nor does a wait beside loaders busy more than ``LOADER_IDLE``:
+        batches are delivered in order, so the loop waits on the worker computing the next one
+        while the others sleep on their full queues.
         """
         real = self.real
         if real is None:
             return None
         rate, iowait, wait = real.read_bytes_per_s, real.iowait_fraction, real.data_wait_fraction
-        blocked = real.loader_blocked_fraction
+        blocked, busy = real.loader_blocked_fraction, real.loader_busy_fraction
         if rate is not None and self.reads_are_evidence:
             return f"the run read {rate / 1e6:.1f} MB/s from storage"
         if iowait is not None and iowait >= th.IOWAIT_NOTABLE:
             return f"{100 * iowait:.0f}% of CPU time was iowait"
         if blocked is not None and blocked >= th.LOADER_BLOCKED_NOTABLE:
             return f"the loaders were blocked on storage in {100 * blocked:.0f}% of samples"
-        if wait is not None and wait >= th.WAIT_INPUT_BOUND:
+        asleep = busy is None or busy <= th.LOADER_IDLE
+        if wait is not None and wait >= th.WAIT_INPUT_BOUND and asleep:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
         return None
 

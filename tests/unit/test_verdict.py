@@ -525,3 +525,19 @@ def test_a_loop_that_waits_while_the_loaders_sleep_is_io_even_when_the_step_slow
     )
     assert latency.contended
     assert decide(latency).bottleneck is Bottleneck.IO
+
+
+def test_a_loop_that_waits_on_half_busy_loaders_is_cpu_not_latency() -> None:
+    # An FFT per sample on two workers, 2 cores: the loop waits on the worker that owes the next
+    # batch while it computes, and the other sleeps on its full queue, so the workers read about
+    # half busy. The cores read 80% busy (just under saturated), nothing is read, no worker was
+    # blocked on storage: the wait is CPU work, not storage or latency.
+    half_busy = dataclasses.replace(
+        b.summary(wait=0.36, busy=0.45, system=0.8), loader_blocked_fraction=0.0, iowait_fraction=0.0
+    )
+    v = decide(facts(half_busy, b.summary("synthetic", throughput=780.0)))
+    assert v.bottleneck is Bottleneck.CPU, v.label
+    assert not any("while the loaders slept" in line for line in v.evidence), v.evidence
+    # the same wait with the loaders asleep is latency
+    asleep = dataclasses.replace(half_busy, loader_busy_fraction=0.1)
+    assert decide(facts(asleep, b.summary("synthetic", throughput=780.0))).bottleneck is Bottleneck.IO
