@@ -10,8 +10,9 @@ fastload measuring: ``plain_epochs.py``), alternated with the script as written,
 rounds:
 
 - a num_workers sweep's ``increase-num-workers`` / ``reduce-num-workers``: ``num_workers`` set
-  where the DataLoader is built, as editing the script would; the rate over whole epochs, each
-  epoch's worker start-up included, as training pays it;
+  where the DataLoader is built, as editing the script would, with the rest of the snippet
+  (``persistent_workers=True`` where there are workers, a variant's settings); the rate over
+  whole epochs, as training pays it;
 - ``persistent-workers``: ``persistent_workers=True`` given to the DataLoader;
 - ``cache-decoded-samples`` and ``faster-storage`` (whose figure is storage and decoding that cost
   nothing): the dataset wrapped in ``fastload_cli.fixes.DecodedCache``, filled before training;
@@ -99,8 +100,7 @@ def follow(case: Case, report: dict, rounds: int) -> list[dict]:
             "promised": rec["expected_speedup"],
         }
         if rec["id"] in WORKER_ADVICE:
-            own, advised = report["sweep"]["current_workers"], report["sweep"]["recommended_workers"]
-            arms = Arms((str(own), ()), (str(advised), ()), "all")
+            arms = swept_arms(report["sweep"])
         elif rec["id"] in FOLLOWED:
             options, which = FOLLOWED[rec["id"]]
             arms = Arms(("own", ()), ("own", options), which)
@@ -112,6 +112,16 @@ def follow(case: Case, report: dict, rounds: int) -> list[dict]:
         except Unfollowed as exc:
             rows.append({**row, "applied": False, "why": str(exc)})
     return rows
+
+
+def swept_arms(sweep: dict) -> Arms:
+    """A sweep's setting followed as its snippet says: num_workers, the variant's settings, and
+    ``persistent_workers=True`` where there are workers."""
+    advised = sweep["recommended_workers"]
+    variant = [item for item in (sweep.get("recommended_variant") or "").split(",") if item]
+    settings = [*(["persistent_workers=True"] if advised > 0 else []), *variant]
+    options = tuple(arg for setting in settings for arg in ("--set", setting))
+    return Arms((str(sweep["current_workers"]), ()), (str(advised), options), "all")
 
 
 def realized(case: Case, arms: Arms, promised: float, rounds: int) -> dict:
