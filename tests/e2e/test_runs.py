@@ -173,3 +173,16 @@ def test_objects_that_resist_introspection_do_not_break_the_script() -> None:
                                     "--max-batches", "10", "--fixed-batches", "--json", "-"))  # fmt: skip
     assert [run["status"] for run in report["runs"]] == ["ok", "ok"]
     assert all(run["batches"] == 10 for run in report["runs"])
+
+
+def test_a_stop_the_script_swallows_is_asked_again_at_its_next_batch(tmp_path: Path) -> None:
+    # the stop lands in the step (50 ms of it against no loading), which catches everything and
+    # goes on: the run still stops at its next batch, not after the grace fastload gives a stop
+    trace = tmp_path / "trace.json"
+    done = run_fastload(
+        "diagnose", TOY, "--modes", "real", "--max-batches", "10", "--trace", str(trace), "--json", "-", "-q",
+        "--", "--swallow", "--step-ms", "50", "--load-ms", "0", "--size", "400", "--epochs", "1",
+    )  # fmt: skip
+    assert report_of(done)["runs"][0]["stop_reason"] == "enough-batches"
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(1 for e in events if e.get("cat") == "wait" and e.get("ph") == "X") <= 17  # 15 asked for

@@ -22,6 +22,7 @@ parser.add_argument("--marker-after", type=int, default=5)
 parser.add_argument("--fail-at", type=int, default=-1, help="raise at this step (0: before the first batch)")
 parser.add_argument("--kill-at", type=int, default=-1, help="SIGKILL itself at this step")
 parser.add_argument("--no-loader", action="store_true", help="train without a DataLoader")
+parser.add_argument("--swallow", action="store_true", help="catch every exception a step raises, and go on")
 parser.add_argument("--view", help="write what the script sees (argv, path, cwd, __name__) here")
 parser.add_argument("--started", help="append a line to this file each time the script starts")
 args = parser.parse_args()
@@ -64,7 +65,11 @@ loader = DataLoader(Latency(), batch_size=4, shuffle=False, num_workers=args.wor
 step = 0
 for _epoch in range(args.epochs):
     for _x, _y in loader:
-        busy(args.step_ms)
+        try:
+            busy(args.step_ms)
+        except BaseException:  # a careless script: what it swallows is lost
+            if not args.swallow:
+                raise
         step += 1
         if args.marker and step == args.marker_after:
             open(args.marker, "w").close()

@@ -50,7 +50,7 @@ from fastload_cli.runner.child.batches import (
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.clock import ThreadClock, delta
 from fastload_cli.runner.child.environment import torch_env
-from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce
+from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce, stop_if_asked
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 
@@ -147,6 +147,7 @@ class Hooks:
         hooks = self
 
         def __iter__(loader: Any) -> Any:
+            stop_if_asked()
             started = time.monotonic_ns()
             state = getattr(loader, "_fastload_state", None)
             if state is None:
@@ -186,6 +187,7 @@ class Hooks:
         hooks = self
 
         def __iter__(loader: Any) -> Any:
+            stop_if_asked()
             state = getattr(loader, "_fastload_state", None)
             if state is None or getattr(_outer_calls, "active", False):
                 return original(loader)  # not measured, or an override calling another one
@@ -221,6 +223,7 @@ class Hooks:
         hooks = self
 
         def __next__(iterator: Any) -> Any:
+            stop_if_asked()
             epoch = getattr(iterator, "_fastload_epoch", None)
             if epoch is None:
                 return original(iterator)
@@ -356,6 +359,7 @@ class OuterIterator:
         return self
 
     def __next__(self) -> Any:
+        stop_if_asked()
         replay = self._hooks.mode.replaying(self._epoch.loader)
         return self._hooks.timed(self._epoch, lambda it: next(it), self._inner, synthetic=replay)
 

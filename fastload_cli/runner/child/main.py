@@ -39,25 +39,16 @@ from fastload_cli.records.protocol import (
 from fastload_cli.runner.child import hooks, in_process, stacks
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.environment import torch_env
-from fastload_cli.runner.child.modes import MeasurementDone
+from fastload_cli.runner.child.modes import MeasurementDone, Stop, StopRun
 
 PR_SET_PDEATHSIG = 1
 _INTERNAL_FILES = (__file__,)
 
 
-class StopRun(BaseException):
-    """Raised in the script's main thread when fastload has measured enough."""
-
-
-class _State:
-    stopping = False
-    finished = False
-
-
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
-    if _State.finished or _State.stopping:
+    if Stop.finished or Stop.asked:
         return
-    _State.stopping = True
+    Stop.asked = True
     raise StopRun
 
 
@@ -127,7 +118,7 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
         return StopReason.SCRIPT_ENDED, _exit_code(exc)
     except BaseException as exc:  # the script's own failure: report it like python would
         raised_ns = time.monotonic_ns()  # before anything else: which rank of a job raised first
-        if _State.stopping:
+        if Stop.asked:
             return StopReason.ENOUGH_BATCHES, 0
         tb = _user_traceback(exc.__traceback__)
         text = "".join(traceback.format_exception(type(exc), exc, tb))
@@ -157,7 +148,7 @@ def main() -> NoReturn:
     if spec.mode.mode is Mode.IN_PROCESS:
         signal.signal(NEXT_SIGNAL, in_process.on_next_signal)
     reason, code = run_script(channel, script_file)
-    _State.finished = True
+    Stop.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     channel.emit(EventKind.ENV, **torch_env(final=True))
     channel.emit(EventKind.END, reason=reason.value, exit_code=code, t_ns=time.monotonic_ns())

@@ -17,6 +17,7 @@ Only the stdlib (and torch, through the objects it patches) is used here.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +32,26 @@ SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthet
 
 class MeasurementDone(BaseException):
     """Raised in the script's main thread when a measurement pass has what it came for."""
+
+
+class StopRun(BaseException):
+    """Raised in the script's main thread when fastload has measured enough: by the stop signal's
+    handler, and again at the script's next batch or epoch (``stop_if_asked``) where the first was
+    swallowed, as a signal that lands in a ``__del__`` (a DataLoader iterator's, at an epoch's
+    end) is: Python ignores every exception raised there."""
+
+
+class Stop:
+    """Whether fastload asked the run to stop, and whether the script has already ended."""
+
+    asked = False
+    finished = False
+
+
+def stop_if_asked() -> None:
+    """Raise ``StopRun`` in the main thread of a run fastload asked to stop."""
+    if Stop.asked and not Stop.finished and threading.current_thread() is threading.main_thread():
+        raise StopRun
 
 
 @dataclass(slots=True)
