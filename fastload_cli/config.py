@@ -94,6 +94,7 @@ class RunConfig:
     launcher: Launcher | None = None  # a data-parallel job: run through torch.distributed.run
     fixed_batches: bool = False  # measure exactly max_batches: no stop once the estimate is stable
     settle: SettleRule | None = None  # stop before max_batches once this says the estimate is stable
+    reach: SettleRule | None = None  # ... but not while this says the training loader's next epoch is near
 
     @property
     def spec(self) -> ModeSpec:

@@ -18,7 +18,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import first_loader, summarize
 from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
-from fastload_cli.analyzer.settle import settled
+from fastload_cli.analyzer.settle import epoch_end_near, settled
 from fastload_cli.analyzer.trials import cuda_available
 from fastload_cli.config import (
     DEFAULT_BREAKDOWN_ITEMS,
@@ -86,7 +86,8 @@ class ModeRunner:
         run that must measure something, or the script cannot be diagnosed (a FastloadError says why)."""
         spec = config.spec
         if not config.fixed_batches:  # a mode ends once its estimate is stable (an in-process run's settings, each)
-            config = replace(config, settle=setting_settled if spec.mode is Mode.IN_PROCESS else settled)
+            settle = setting_settled if spec.mode is Mode.IN_PROCESS else settled
+            config = replace(config, settle=settle, reach=epoch_end_near if spec.mode is Mode.REAL else None)
         if spec.mode is not Mode.REAL:
             config = replace(config, py_spy_s=0.0)  # only the real run is profiled
         run = run_mode(config, self.nvml, self.observe(spec))

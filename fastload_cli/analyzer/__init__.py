@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -205,15 +204,17 @@ def startup_spans(run: RunResult) -> list[tuple[int, int]]:
 
 
 def epoch_walls(run: RunResult) -> tuple[tuple[float, int], ...]:
-    """Each epoch of the training loader that a next iter() followed: its wall time, from its
-    iter() to the next (start-up, steps, drain, and what the script did between), and its batches."""
+    """Each whole epoch of the training loader: its wall time and its batches. From its iter() to
+    the next (start-up, steps, drain, and what the script did between); for the last, which no
+    iter() followed, to its end (the loop's request past its last batch returned)."""
     loader_id = primary_loader_id(run)
     batches = Counter(b.iterator_id for b in run.batches if b.loader_id == loader_id)
     starts = sorted((it for it in run.iterators if it.loader_id == loader_id), key=lambda it: it.started_ns)
+    ends = [later.started_ns for later in starts[1:]] + [it.ended_ns for it in starts[-1:]]
     return tuple(
-        ((later.started_ns - it.started_ns) / NS, batches[it.iterator_id])
-        for it, later in itertools.pairwise(starts)
-        if batches[it.iterator_id]
+        ((end - it.started_ns) / NS, batches[it.iterator_id])
+        for it, end in zip(starts, ends, strict=True)
+        if batches[it.iterator_id] and end is not None
     )
 
 

@@ -75,3 +75,20 @@ def relative_error(steps: list[Step], round_size: int) -> float | None:
         return None
     mean = statistics.fmean(rates)
     return statistics.stdev(rates) / mean / math.sqrt(len(rates)) if mean > 0 else None
+
+
+def epoch_end_near(run: Batches) -> bool:
+    """A run past its requested batches goes on to the end of its training loader's first epoch
+    when that end is near: within ``EPOCH_REACH_SHARE`` of the requested batches. It is over once
+    the loop's request past the epoch's last batch returns (``IteratorInfo.ended_ns``: after the
+    drain and the workers' shutdown) or a next epoch starts; and never held past the length the
+    loader gave, nor where that length is unknown."""
+    loader = primary_loader(run)
+    epoch = epoch_batches(loader)
+    if loader is None or not epoch or epoch <= run.warmup_batches:
+        return False
+    started = [it for it in run.iterators if it.loader_id == loader.loader_id]
+    if len(started) != 1 or started[0].ended_ns is not None:
+        return False
+    seen = sum(1 for b in run.batches if b.loader_id == loader.loader_id)
+    return seen <= epoch and epoch - seen <= th.EPOCH_REACH_SHARE * run.requested_batches

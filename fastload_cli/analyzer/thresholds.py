@@ -87,6 +87,10 @@ SETTLE_ROUNDS = 4
 # where its first epoch's start-up took more than this share of an epoch's steady time.
 SETTLE_EPOCHS = 2
 SETTLE_STARTUP_SHARE = 0.05
+# A real run whose first epoch ends within this share of its requested batches past them goes on
+# to the next epoch's start: what an epoch costs besides its steps (start-up, the drain and the
+# workers' shutdown at its end) is then measured over a whole epoch, not estimated from the start-up.
+EPOCH_REACH_SHARE = 0.5
 # Share of late sampler ticks above which CPU readings are called coarse.
 LATE_TICKS_NOTABLE = 0.10
 

@@ -49,6 +49,11 @@ SETTLE_CHECK_S = 0.2
 # ...and never sooner than this many times as long as the last check took: it reads every batch,
 # so on a run of many thousands the checks use at most about a tenth of the parent's time.
 SETTLE_COST_FACTOR = 10.0
+# A run held past its batches for its epoch's end (``RunConfig.reach``) is held at most this share
+# of the time it had run, and at least REACH_MIN_S: a script that leaves the loop without asking
+# past its last batch (a step limit, an evaluation next) is not waited on to its end.
+REACH_SHARE = 0.5
+REACH_MIN_S = 2.0
 POLL_S = 0.1
 DRAIN_S = 1.0
 
@@ -103,6 +108,7 @@ class Flight:
     settle_checked_at: float = 0.0  # when the settle rule was last asked
     settle_cost_s: float = 0.0  # how long it took
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
+    reaching_since: float | None = None  # held past its batches for its epoch's end since then
 
     def __post_init__(self) -> None:
         self.collectors = {rank: EventCollector() for rank in self.started.events}
@@ -135,6 +141,8 @@ class Flight:
                 if self.stop.asked_at is None and time.monotonic() > deadline:
                     self.stop.stuck_at = self.stack.capture(self.main_pid)
                     self.ask_stop(StopReason.TIMEOUT)
+                elif self.stop.asked_at is None and self._reach_spent():
+                    self.ask_stop(StopReason.ENOUGH_BATCHES)
                 self.pump(selector, POLL_S)
 
     def selector(self) -> selectors.DefaultSelector:
@@ -197,9 +205,28 @@ class Flight:
         if self.stop.asked_at is not None or self._profiling():
             return
         if done >= self.config.requested_batches or self._last_setting_done(done):
-            self.ask_stop(StopReason.ENOUGH_BATCHES)
+            if not self._reaching():
+                self.ask_stop(StopReason.ENOUGH_BATCHES)
         elif done > self.config.warmup and self._settle_due() and self.settled():
             self._settled()
+
+    def _reaching(self) -> bool:
+        """The run goes on to the end of its training loader's epoch, which is near (``RunConfig.reach``),
+        within ``REACH_SHARE`` of its time: a whole epoch is then measured, what it costs besides
+        its steps included."""
+        reach = self.config.reach
+        if reach is None or not all(reach(self.streamed(c)) for c in self.collectors.values()):
+            return False
+        if self.reaching_since is None:
+            self.reaching_since = time.monotonic()
+        return not self._reach_spent()
+
+    def _reach_spent(self) -> bool:
+        since = self.reaching_since
+        if since is None:
+            return False
+        ran_s = since - self.before.started_ns / 1e9
+        return time.monotonic() - since > max(REACH_MIN_S, REACH_SHARE * ran_s)
 
     def _last_setting_done(self, done: int) -> bool:
         """An in-process run's last setting has had the batches planned for it."""
@@ -210,7 +237,8 @@ class Flight:
         """Stable: the run stops, or an in-process run's next setting takes over (asked once a setting)."""
         marks = len(self.collectors[0].busiest_phases())
         if marks >= len(self.config.child.turns):
-            self.ask_stop(StopReason.SETTLED)
+            if not self._reaching():
+                self.ask_stop(StopReason.SETTLED)
         elif marks > self.next_asked_at:
             self.next_asked_at = marks
             self._signal(NEXT_SIGNAL)

@@ -175,6 +175,29 @@ def test_objects_that_resist_introspection_do_not_break_the_script() -> None:
     assert all(run["batches"] == 10 for run in report["runs"])
 
 
+def _waits_of_the_real_run(tmp_path: Path, *options: str, size: int) -> int:
+    """Batches the real run of toy_train.py on 2 workers saw (its data waits in the trace), with 20
+    measured batches and 5 of warm-up asked for, ``size`` samples an epoch (4 a batch), 30-ms steps."""
+    trace = tmp_path / f"trace-{size}{''.join(options)}.json"
+    done = run_fastload(
+        "diagnose", TOY, "--modes", "real", "--max-batches", "20", "--trace", str(trace), "-q", *options,
+        "--", "--size", str(size), "--workers", "2", "--epochs", "3", "--step-ms", "30",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    return sum(1 for e in events if e.get("cat") == "wait" and e.get("ph") == "X")
+
+
+def test_a_real_run_goes_on_to_its_epochs_end_when_it_is_near(tmp_path: Path) -> None:
+    # 28-batch epochs against 25 batches asked for: the run goes on to the epoch's end, so what an
+    # epoch costs besides its steps is measured whole
+    assert _waits_of_the_real_run(tmp_path, size=28 * 4) >= 28
+    # asked for exactly the batches, it stops there (a batch may arrive while it stops); and an
+    # end that is not near is not waited for
+    assert _waits_of_the_real_run(tmp_path, "--fixed-batches", size=28 * 4) <= 26
+    assert _waits_of_the_real_run(tmp_path, size=60 * 4) <= 26
+
+
 def test_a_stop_the_script_swallows_is_asked_again_at_its_next_batch(tmp_path: Path) -> None:
     # the stop lands in the step (50 ms of it against no loading), which catches everything and
     # goes on: the run still stops at its next batch, not after the grace fastload gives a stop

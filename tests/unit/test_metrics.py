@@ -98,6 +98,9 @@ def test_each_epoch_a_next_iter_followed_is_timed_whole() -> None:
     )
     run = dataclasses.replace(b.run("real", [x for e in epochs for x in e[:5]]), iterators=iterators)
     assert epoch_walls(run) == ((5.0, 5), (7.0, 5))
+    # the last, once the loop's request past its last batch returned (no iter() after it): to that end
+    ended = (dataclasses.replace(iterators[0], ended_ns=16_500 * MS), *iterators[1:])
+    assert epoch_walls(dataclasses.replace(run, iterators=ended)) == ((5.0, 5), (7.0, 5), (4.5, 5))
 
 
 def test_a_run_planned_in_whole_epochs_counts_only_the_epochs_that_ran_whole() -> None:

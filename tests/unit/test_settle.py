@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from fastload_cli.analyzer.metrics import steady_steps
-from fastload_cli.analyzer.settle import relative_error, settled
-from fastload_cli.records import Streamed
+from fastload_cli.analyzer.settle import epoch_end_near, relative_error, settled
+from fastload_cli.records import IteratorInfo, Streamed
 from tests.unit import builders as b
 
 
@@ -86,3 +86,33 @@ def test_a_run_spanning_epochs_settles_only_once_it_has_seen_them() -> None:
     # the same epochs starting at once: nothing to see across epochs, one is enough
     quick = [dataclasses.replace(x, wait_end_ns=x.wait_end_ns - (900 * b.MS if x.index == 0 else 0)) for x in first]
     assert settled(dataclasses.replace(upto(20), batches=tuple(quick)))
+
+
+def test_a_run_past_its_batches_reaches_a_near_next_epoch() -> None:
+    # accelerate_train.py: 64-batch epochs, 60 batches asked for (10 of warm-up and 50): the first
+    # epoch ends 4 batches past them, and its end (the drain, the workers' shutdown) is what a
+    # steady-state gain over whole epochs must count
+    loader = dataclasses.replace(b.loader(num_workers=2), batches_per_epoch=64)
+    first = b.batches([0] * 64, 10, iterator_id=1)
+
+    def upto(
+        count: int, loaders: tuple = (loader,), iterators: int = 1, requested: int = 60, ended: int | None = None
+    ) -> Streamed:
+        started = tuple(
+            IteratorInfo(loader_id=1, iterator_id=i, started_ns=0, ready_ns=0, worker_pids=(), reused=False)
+            for i in range(1, iterators + 1)
+        )
+        started = (dataclasses.replace(started[0], ended_ns=ended), *started[1:])
+        return Streamed(batches=tuple(first[:count]), loaders=loaders, iterators=started,
+                        warmup_batches=10, requested_batches=requested)  # fmt: skip
+
+    assert epoch_end_near(upto(60))  # 4 batches to the epoch's end: go on
+    assert epoch_end_near(upto(64))  # its last batch came: on to its end (the drain, the shutdown)
+    assert not epoch_end_near(upto(64, ended=first[-1].wait_end_ns + 1))  # the epoch ended: measured whole
+    assert not epoch_end_near(upto(64, iterators=2))  # a next epoch started
+    assert not epoch_end_near(upto(65, loaders=(dataclasses.replace(loader, batches_per_epoch=63),)))  # past it
+    assert not epoch_end_near(upto(30, requested=30))  # 34 batches to go: more than half of 30 more
+    long = dataclasses.replace(loader, batches_per_epoch=1000)
+    assert not epoch_end_near(upto(60, loaders=(long,)))  # a long epoch: its end is not near
+    unknown = dataclasses.replace(loader, batches_per_epoch=None, dataset_len=None)
+    assert not epoch_end_near(upto(60, loaders=(unknown,)))  # an epoch of unknown length
