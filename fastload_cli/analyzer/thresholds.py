@@ -219,7 +219,8 @@ GATE_MAX_NOISE = 0.5
 
 # Pathologies: named failures and slowdowns of the input pipeline, found in the real run.
 # Slow samples (head-of-line blocking): the loop waits at least PATHOLOGY_WAIT_NOTABLE of its time,
-# and its stalls (waits at least SLOW_TAIL_RATIO times the median and SLOW_TAIL_MIN_MS long), at
+# and its stalls (waits at least SLOW_TAIL_RATIO times the median, SLOW_TAIL_MIN_MS long, and a round
+# of steps: num_workers times the median step, the time each worker has to make a batch), at
 # most SLOW_TAIL_MAX_BATCHES of the batches, hold at least SLOW_TAIL_SHARE of that wait: a few
 # batches stall the loop, the rest are ready. At least SLOW_TAIL_MIN_STALLS stalls: one is a hiccup.
 PATHOLOGY_WAIT_NOTABLE = 0.10

@@ -22,15 +22,18 @@ SHARD_ADVICE = (
 
 
 def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
-    """A few batches stall the loop for far longer than the rest wait: slow samples, which in-order
-    delivery turns into stalls while the other workers' batches wait behind them."""
+    """A few batches stall the loop for far longer than the rest wait, and longer than a round of
+    steps (the time each worker has to make its batch): slow samples, which in-order delivery turns
+    into stalls while the other workers' batches wait behind them."""
     loader, steps = f.loader, steady_steps(run)
     if loader is None or loader.num_workers < 2 or len(steps) < th.MIN_STEADY_BATCHES:
         return None  # with one worker nothing can overtake a slow batch
     waits = [s.wait_ns for s in steps]
     total, wall = sum(waits), sum(s.step_ns for s in steps)
     median = sorted(waits)[len(waits) // 2]
-    line = max(th.SLOW_TAIL_RATIO * median, th.SLOW_TAIL_MIN_MS * 1e6)
+    # a round: the time each worker has to make its batch; late by less is how batches' costs vary
+    round_ns = loader.num_workers * sorted(s.step_ns for s in steps)[len(steps) // 2]
+    line = max(th.SLOW_TAIL_RATIO * median, th.SLOW_TAIL_MIN_MS * 1e6, round_ns)
     stalled = [i for i, w in enumerate(waits) if w >= line]
     stalls = [waits[i] for i in stalled]
     if wall <= 0 or total < th.PATHOLOGY_WAIT_NOTABLE * wall or len(stalls) < th.SLOW_TAIL_MIN_STALLS:
