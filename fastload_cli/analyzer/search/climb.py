@@ -11,7 +11,8 @@ settings already run), at a rung whose start-up burst would fill half an epoch, 
 that failed. Then up to ``refine`` settings between the best point and its measured neighbours
 are measured: below it first when the next setting up is as fast (a plateau), above it first
 otherwise. The script's own setting is always measured, so every speedup is against it; when
-the best setting is another, both are measured a second time before the sweep concludes.
+the best setting is another, both are measured a second time before the sweep concludes, and so
+is each setting with fewer workers that the best does not beat beyond the noise.
 
 Pure functions: ``step.next_step`` asks ``plan`` when the search has no prediction to verify.
 """
@@ -60,7 +61,10 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     """The best setting and the script's own, measured once more each when they differ by less
     than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
     can be off by the machine's noise (never by a factor of two). Also at any difference where the
-    best's gain appears only after a slower setting between them (``points.dip``), as noise does."""
+    best's gain appears only after a slower setting between them (``points.dip``), as noise does.
+    Then each setting with fewer workers than the best that it does not beat beyond the noise,
+    fewest first: the sweep prefers the fewest workers as fast as the best, and one unlucky run
+    must not be what rules a cheaper setting out."""
     ok = usable(measured.values())
     own = measured[current].throughput_samples_per_s if current is not None and current in measured else None
     if not limits.confirm or not ok or current is None or not own:
@@ -70,7 +74,8 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
         return None
     if throughput(top) >= own * th.SWEEP_CONFIRM_BELOW and dip(measured, top, measured[current]) is None:
         return None
-    return next((w for w in (top.workers, current) if measured[w].runs < 2), None)
+    close = sorted(p.workers for p in ok if p.workers < top.workers and not faster(top, p))
+    return next((w for w in (top.workers, current, *close) if measured[w].runs < 2), None)
 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
