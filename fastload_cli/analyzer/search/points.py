@@ -56,7 +56,11 @@ def between(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) -> li
 
 def path_noise(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) -> float:
     """The noise of ``a`` against ``b`` and of every setting measured between them: a curve whose
-    runs vary that much along the way cannot tell its ends apart by less."""
+    runs vary that much along the way cannot tell its ends apart by less. Once both ends were
+    measured again, their pooled runs say how far apart runs of those settings land, the
+    difference between the runs included: the settings between them are not what is compared."""
+    if a.runs > 1 and b.runs > 1:
+        return noise(a, b)
     return max([noise(a, b), *(p.spread or 0.0 for p in between(measured, a, b))])
 
 

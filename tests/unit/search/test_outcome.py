@@ -160,6 +160,18 @@ def test_a_gain_is_measured_against_the_noise_of_every_setting_on_the_way() -> N
     assert result.conclusion.startswith("Keep num_workers=0")
 
 
+def test_once_both_ends_are_measured_again_their_own_runs_are_the_noise() -> None:
+    # in-memory-tensors: 0 workers against the script's 4, each measured twice; one run of 1 worker
+    # between them varied by 15% across its window
+    ends = [pt(0, 13000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(0, 13200.0), pt(4, 11500.0, spread=0.12)]
+    result = outcome.conclude([*ends, pt(1, 11600.0, spread=0.15), pt(2, 11400.0)], 4, Limits(), cpu_count=2)
+    assert result is not None and result.significant and result.recommended_workers == 0
+    assert result.noise == pytest.approx(0.12)
+    once = [pt(0, 13000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(1, 11600.0, spread=0.15)]
+    result = outcome.conclude(once, 4, Limits(), cpu_count=2)
+    assert result is not None and not result.significant and result.noise == pytest.approx(0.15)
+
+
 def test_a_gain_after_a_slower_setting_is_advised_only_once_both_ends_are_measured_again() -> None:
     grid = Limits(grid=(0, 4, 8))
     once = [pt(0, 100.0), pt(4, 81.0), pt(8, 115.0)]
