@@ -118,6 +118,14 @@ SWEEP_PREFER_FEWER_WITHIN = 0.03
 # this many times as fast: two runs of one setting differ by 10-25% on a busy machine, so no pair
 # of single runs is off by a factor of two, and a second run of each would only confirm it.
 SWEEP_CONFIRM_BELOW = 2.0
+# ... unless either run's own window varied by more than this (half the range of its blocks'
+# rates): a window held up by a stall every few batches (slow-samples: ±53-69% at the script's 4
+# workers) lands far from the setting's rate in training, and a second run is what tells by how much.
+SWEEP_CONFIRM_SPREAD = 0.3
+# A setting whose run swung that much is measured again over this many times the batches: on
+# slow-samples the script's 4 workers read 192 samples/s over 47 batches (±57%) and 274 over 197
+# (±18%), where plain training runs 270.
+SWEEP_SWING_WINDOW = 4
 # Rungs in a row that must fail to improve before the climb stops: one flat rung can be noise.
 SWEEP_PATIENCE = 2
 # Extra settings measured between the best point and its neighbours once the climb has stopped.

@@ -208,6 +208,7 @@ class SweepPoint:
     startup_s: float | None = None
     variant: str | None = None  # prefetch_factor / pin_memory overrides, when the sweep tried them
     runs: int = 1  # runs of this setting: throughput is their mean, spread covers their difference
+    batches: int = 0  # batches measured (all its runs'): a longer run weighs more in their mean
     # measured after the script's first epoch (a warm-up of whole epochs), as is every setting
     # compared with one that was: the first epoch's workers can run slower than later epochs'
     after_first_epoch: bool = False

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search.limits import Limits, over_budget
-from fastload_cli.analyzer.search.points import dip, faster, plain, throughput, usable
+from fastload_cli.analyzer.search.points import dip, faster, plain, swings, throughput, usable
 from fastload_cli.records import SweepPoint
 
 
@@ -61,7 +61,9 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     """The best setting and the script's own, measured once more each when they differ by less
     than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
     can be off by the machine's noise (never by a factor of two). Also at any difference where the
-    best's gain appears only after a slower setting between them (``points.dip``), as noise does.
+    best's gain appears only after a slower setting between them (``points.dip``), as noise does,
+    or where either run's own window varied by more than ``SWEEP_CONFIRM_SPREAD``: a window whose
+    rate swings that much (a stall every few batches) can be off by more than any machine's noise.
     Then each setting with fewer workers than the best that it does not beat beyond the noise,
     fewest first: the sweep prefers the fewest workers as fast as the best, and one unlucky run
     must not be what rules a cheaper setting out."""
@@ -72,7 +74,9 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     top = max(ok, key=throughput)
     if top.workers == current:
         return None
-    if throughput(top) >= own * th.SWEEP_CONFIRM_BELOW and dip(measured, top, measured[current]) is None:
+    base = measured[current]
+    doubtful = dip(measured, top, base) is not None or swings(top) or swings(base)
+    if throughput(top) >= own * th.SWEEP_CONFIRM_BELOW and not doubtful:
         return None
     close = sorted(p.workers for p in ok if p.workers < top.workers and not faster(top, p))
     return next((w for w in (top.workers, current, *close) if measured[w].runs < 2), None)

@@ -24,6 +24,7 @@ def point(summary: RunSummary) -> SweepPoint:
         rss_bytes=summary.rss_bytes,
         startup_s=summary.startup_s,
         variant=summary.variant,
+        batches=summary.batches,
     )
 
 
@@ -34,6 +35,12 @@ def usable(points: Iterable[SweepPoint]) -> list[SweepPoint]:
 
 def throughput(p: SweepPoint) -> float:
     return p.throughput_samples_per_s or 0.0
+
+
+def swings(p: SweepPoint) -> bool:
+    """``p``'s run varied across its own window by more than ``SWEEP_CONFIRM_SPREAD`` (a stall
+    every few batches): one run can land far from the setting's rate in training."""
+    return (p.spread or 0.0) > th.SWEEP_CONFIRM_SPREAD
 
 
 def noise(a: SweepPoint, b: SweepPoint) -> float:
@@ -88,6 +95,7 @@ def unconfirmed_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: Swee
 
 def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     """One point per setting: a setting measured more than once gets its runs' mean throughput,
+    each run weighed by the batches it measured (a longer window says more of the setting's rate),
     and a spread that covers the difference between the runs as well as within each."""
     groups: dict[tuple[int, str | None], list[SweepPoint]] = {}
     for p in points:
@@ -99,10 +107,19 @@ def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
             found.append(group[-1])
             continue
         rates = [throughput(p) for p in ok]
-        mean = sum(rates) / len(rates)
+        weights = [max(p.batches, 1) for p in ok]
+        mean = sum(r * w for r, w in zip(rates, weights, strict=True)) / sum(weights)
         between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
         within = max((p.spread for p in ok if p.spread is not None), default=0.0)
-        found.append(replace(ok[-1], throughput_samples_per_s=mean, spread=max(between, within), runs=len(ok)))
+        found.append(
+            replace(
+                ok[-1],
+                throughput_samples_per_s=mean,
+                spread=max(between, within),
+                runs=len(ok),
+                batches=sum(p.batches for p in ok),
+            )
+        )
     return found
 
 

@@ -10,7 +10,8 @@ In order:
 3. The next setting of the plan: the prediction verified (``guided``), the grid asked for, or the
    climb (``climb``). Several settings the plan knows in advance go in turn in one run of the
    script where the loader allows it (in-process); otherwise each in a run of its own, after the
-   first epoch once the search measures there (``after_first_epoch``).
+   first epoch once the search measures there (``after_first_epoch``). A setting measured
+   again whose first run swung across its window (``points.swings``) gets a longer window.
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches
 from fastload_cli.analyzer.search import climb, guided, parts
 from fastload_cli.analyzer.search.climb import NextSetting
+from fastload_cli.analyzer.search.points import plain, swings
 from fastload_cli.analyzer.search.sizing import in_turn, sized, whole_epochs
 from fastload_cli.analyzer.search.state import State
 from fastload_cli.records import Mode, ModeSpec
 
 AGAIN_AFTER_FIRST_EPOCH = "measuring again after the first epoch, like the settings it is compared with"
+AGAIN_LONGER = "its first run swung across its window: measuring again, over a longer window"
 AGAIN_IN_WHOLE_EPOCHS = "an epoch is too short for a steady window at this setting: measuring whole epochs"
 
 
@@ -59,8 +63,17 @@ def next_step(state: State) -> Step | None:
     if settings:
         return _in_turn(state, settings)
     spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
+    longer = _swung(state, workers)
     later = workers in parts.again_after_first_epoch(state.points)
-    return single(state, spec, note=AGAIN_AFTER_FIRST_EPOCH if later else "")
+    note = AGAIN_AFTER_FIRST_EPOCH if later else AGAIN_LONGER if longer else ""
+    return single(state, spec, note=note, longer=longer)
+
+
+def _swung(state: State, workers: int) -> bool:
+    """``workers`` was measured, and its run swung across its window (``points.swings``): measured
+    again, its window is ``SWEEP_SWING_WINDOW`` times as long."""
+    found = plain(state.points).get(workers)
+    return found is not None and swings(found)
 
 
 def next_setting(state: State) -> NextSetting:
@@ -73,10 +86,12 @@ def next_setting(state: State) -> NextSetting:
     return climb.plan(state.points, state.limits, state.current)
 
 
-def single(state: State, spec: ModeSpec, note: str = "") -> Step:
-    """``spec`` in a run of its own, after the first epoch where the search measures there."""
+def single(state: State, spec: ModeSpec, note: str = "", *, longer: bool = False) -> Step:
+    """``spec`` in a run of its own, after the first epoch where the search measures there;
+    ``longer``: over ``SWEEP_SWING_WINDOW`` times the batches."""
     sizing = state.sizing
-    warmup, batches = sized(spec, state.loader, sizing.warmup, sizing.max_batches, later=after_first_epoch(state))
+    asked = sizing.max_batches * (th.SWEEP_SWING_WINDOW if longer else 1)
+    warmup, batches = sized(spec, state.loader, sizing.warmup, asked, later=after_first_epoch(state))
     return Step(specs=(spec,), warmup=warmup, max_batches=batches, first=not state.measured_any, note=note)
 
 

@@ -110,6 +110,52 @@ def test_no_second_runs_where_the_best_is_twice_as_fast_as_the_scripts_own() -> 
     assert order(points) == [0, 1, 2, 4, 8, 16, 32]
 
 
+def test_a_run_whose_own_window_swings_is_measured_again_at_any_difference() -> None:
+    # slow-samples: the script's 4 workers read ±60% across their window (a stall every few batches),
+    # so their one run can be far off the setting's rate; the best and the script's own go again
+    swinging = {4: 0.6}
+    limits = Limits(max_workers=16, refine=0)
+    points = [pt(w, latency_bound(w), spread=swinging.get(w, 0.1)) for w in (0, 1, 2, 4, 8, 16)]
+    assert climb.plan(points, limits, 4).workers == 16
+    points.append(pt(16, latency_bound(16), spread=0.1))
+    assert climb.plan(points, limits, 4).workers == 4
+    steady = [pt(w, latency_bound(w), spread=0.1) for w in (0, 1, 2, 4, 8, 16)]
+    assert climb.plan(steady, limits, 4).workers is None  # 300 against 80, neither swinging: as measured
+
+
+def test_a_swinging_setting_measured_again_gets_a_longer_window() -> None:
+    # the confirmation of the script's 4 workers, whose first run swung by ±60%: four times the
+    # batches (SWEEP_SWING_WINDOW); the best, which did not swing, keeps its window
+    from fastload_cli.analyzer import thresholds as th
+    from fastload_cli.analyzer.search import step
+    from fastload_cli.analyzer.search.state import Sizing, State
+
+    limits = Limits(max_workers=16, refine=0)
+    points = [pt(w, latency_bound(w), spread=0.6 if w == 4 else 0.1) for w in (0, 1, 2, 4, 8, 16)]
+
+    def next_run(measured: list[SweepPoint]) -> step.Step | None:
+        state = State(
+            points=tuple(measured), current=4, loader=None, limits=limits, prediction=None, cpu_count=2,
+            measured_any=True, sizing=Sizing(warmup=5, max_batches=50),
+        )  # fmt: skip
+        return step.next_step(state)
+
+    best = next_run(points)
+    assert best is not None and best.specs[0].workers == 16 and (best.warmup, best.max_batches) == (32, 50)
+    own = next_run([*points, pt(16, latency_bound(16), spread=0.1)])
+    assert own is not None and own.specs[0].workers == 4
+    assert own.max_batches == 50 * th.SWEEP_SWING_WINDOW and own.note == step.AGAIN_LONGER
+
+
+def test_runs_of_one_setting_pool_weighed_by_their_batches() -> None:
+    from fastload_cli.analyzer.search import points
+
+    short, long = dataclasses.replace(pt(4, 192.0), batches=47), dataclasses.replace(pt(4, 274.0), batches=197)
+    (pooled,) = points.pooled([short, long])
+    assert pooled.throughput_samples_per_s == pytest.approx((192.0 * 47 + 274.0 * 197) / 244)
+    assert pooled.runs == 2 and pooled.batches == 244
+
+
 def test_no_second_runs_when_the_scripts_own_setting_is_the_best() -> None:
     points = search(cpu_bound, Limits(refine=0), current=3, confirm=True)
     assert order(points) == [0, 1, 2, 4, 8, 3]
