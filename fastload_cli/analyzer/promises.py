@@ -23,11 +23,18 @@ def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float
     whole = f.over_epochs(gain)
     if whole is None or whole <= 1:
         return whole, epochs_line(f)
-    noise = f.noise_against(run)
+    noise = run_noise(f.noise_against(run))
     said = (
         f" The two runs it comes from are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
     )
     return max(1.0, whole / (1 + noise)), epochs_line(f) + said
+
+
+def run_noise(spreads: float) -> float:
+    """The noise of a gain between two runs measured once each: their windows' spreads
+    (``facts.pair_noise``), never less than what one script's runs differ by from run to run
+    (``PROMISE_RUN_NOISE``), which a window's own spread does not show."""
+    return max(th.PROMISE_RUN_NOISE, spreads)
 
 
 def epochs_line(f: Facts) -> str:
@@ -63,9 +70,10 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
         return rec
     line = f"Verified by a run with {tried.name} applied: {tried.reason}."
     gain = tried.speedup
-    if gain > 1 and tried.spread:  # each run measured once: promised at the low edge of their noise
-        gain = max(1.0, gain / (1 + tried.spread))
-        line += f" The two runs are told apart to ±{100 * tried.spread:.0f}%: the gain given is what that leaves of it."
+    if gain > 1:  # each run measured once: promised at the low edge of their noise
+        noise = run_noise(tried.spread or 0.0)
+        gain = max(1.0, gain / (1 + noise))
+        line += f" The two runs are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
     if rec.id == "persistent-workers" and rec.expected_speedup is not None:
         # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches
         # than an epoch has, overstates what keeping the workers saves. The estimate is per epoch.

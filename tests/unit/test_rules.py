@@ -404,9 +404,9 @@ def test_a_run_with_the_fix_applied_verifies_the_recommendation_and_one_without_
     assert estimated.expected_speedup == pytest.approx((99.84 + 42) / 99.84)  # the later start-up, per epoch
     verified = dataclasses.replace(f, tried=(tried("persistent-workers", 1.31),))
     found = next(r for r in rec.recommend(verified, decide(verified)) if r.id == "persistent-workers")
-    # promised at the low edge of the two runs' noise (±5%), as every measured gain
-    assert found.measured and found.expected_speedup == pytest.approx(1.31 / 1.05, abs=0.005)
-    assert "Verified by a run with persistent-workers applied" in found.detail and "±5%" in found.detail
+    # promised at the low edge of the two runs' noise: their ±5% spread, at least the run-to-run ±20%
+    assert found.measured and found.expected_speedup == pytest.approx(1.31 / 1.2, abs=0.005)
+    assert "Verified by a run with persistent-workers applied" in found.detail and "±20%" in found.detail
     # a window shorter than an epoch, one start-up in it: more than an epoch's start-up can save
     windowed = dataclasses.replace(f, tried=(tried("persistent-workers", 2.31),))
     found = next(r for r in rec.recommend(windowed, decide(windowed)) if r.id == "persistent-workers")
