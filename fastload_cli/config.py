@@ -41,6 +41,7 @@ SettleRule = Callable[[Streamed], bool]
 DIAGNOSE_MODES = (
     ModeSpec(mode=Mode.REAL),
     ModeSpec(mode=Mode.SYNTHETIC),
+    ModeSpec(mode=Mode.SYNTHETIC_DEVICE),  # only where the script trains on CUDA
     ModeSpec(mode=Mode.NO_AUG),
 )
 

@@ -117,6 +117,8 @@ def run_modes(runner: ModeRunner, modes: Sequence[ModeSpec], done: Outcome | Non
     outcome = done or Outcome()
     try:
         for spec in modes:
+            if not next_runs.applies(spec, outcome.runs):
+                continue
             skip = next_runs.why_skip(spec, outcome.runs, runner.base.child.drop_transforms)
             if skip is not None:
                 runner.on_note(spec, f"skipped: {skip}")

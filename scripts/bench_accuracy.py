@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How often `fastload diagnose` names the planted bottleneck, and how long it takes.
 
-    python scripts/bench_accuracy.py [--repeats 3] [--cases a,b] [--out results.json] [--dry-run] [-- DIAGNOSE_OPTIONS]
+    python scripts/bench_accuracy.py [--repeats 3] [--cases a,b] [--out results.json] [--reports DIR] [--dry-run]
+                                     [-- DIAGNOSE_OPTIONS]
 
 Runs `fastload diagnose SCRIPT --json -` (default settings, or the options after --) on every
 case of the zoo: the bundled examples and the scripts in scripts/zoo/, each with a planted truth
@@ -174,10 +175,13 @@ def cuda_available() -> bool:
     return probe.stdout.strip() == "True"
 
 
-def measure(case: Case, repeats: int, options: list[str]) -> dict:
-    """``repeats`` diagnoses of ``case``, printed as one row and returned as its JSON row."""
+def measure(case: Case, repeats: int, options: list[str], kept: Path | None = None) -> dict:
+    """``repeats`` diagnoses of ``case``, printed as one row and returned as its JSON row; each
+    report written into ``kept`` as CASE-N.json, where given."""
     runs = [diagnose(case, options) for _ in range(repeats)]
     reports, walls = [report for report, _ in runs], [wall for _, wall in runs]
+    for n, report in enumerate(reports if kept is not None else (), start=1):
+        write_json(kept / f"{case.name}-{n}.json", report)
     verdicts = [got(report, case) for report in reports]
     agreed = sum(agrees(case, report) for report in reports)
     expected = case.expected + (f" + {' or '.join(case.recommendations)}" if case.recommendations else "")
@@ -233,6 +237,7 @@ def main() -> int | str:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--reports", type=Path, help="a folder to keep every diagnose report in (CASE-N.json)")
     parser.add_argument("--dry-run", action="store_true", help="name the cases that would run, and run none")
     parser.add_argument("options", nargs="*", help="diagnose options, after --")
     args = parser.parse_args()
@@ -244,7 +249,9 @@ def main() -> int | str:
     gpu = cuda_available()
     chosen = chosen_cases(args.cases, gpu)
     print(f"{'case':<25}{'expected':<58} {'got':<30} {'agree':<7}time to verdict s, median (range)", flush=True)
-    rows = [measure(case, args.repeats, args.options) for case in chosen]
+    if args.reports is not None:
+        args.reports.mkdir(parents=True, exist_ok=True)
+    rows = [measure(case, args.repeats, args.options, args.reports) for case in chosen]
     total = sum(r["agree"] for r in rows), sum(r["repeats"] for r in rows)
     print(f"agreement: {total[0]}/{total[1]}" + ("" if gpu else " (CPU cases; no CUDA here)"))
     timed = [r["time_to_verdict_s"] for r in rows if r["case"] != "slow-step"]  # its step alone takes a second

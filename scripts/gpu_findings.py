@@ -70,6 +70,8 @@ def findings(step: str, out: Path) -> dict[str, Any]:
         return _prefetchers(out / "prefetchers.json")
     if step == "gpu-zoo":
         return _zoo(out / "gpu-zoo.json")
+    if step == "truth":
+        return _truth(out / "truth.json")
     found = _report(out / f"{step}.json")
     found["nvml"] = nvml_readings(out / f"{step}.trace.json")
     return found
@@ -99,6 +101,11 @@ def _report(path: Path) -> dict[str, Any]:
     real = next((r for r in report.get("runs", []) if r.get("mode") == "real"), {})
     found = {
         "verdict": f"{verdict.get('label')} (confidence {verdict.get('confidence')})",
+        "evidence": verdict.get("evidence", []),
+        "runs": {
+            r.get("mode"): {k: r.get(k) for k in ("throughput_samples_per_s", "step_ms_p50", "gpu_util_percent")}
+            for r in report.get("runs", [])
+        },
         "nvml_status": env.get("nvml"),
         "gpus": [g.get("name") for g in env.get("gpus", [])],
         "real": {k: real.get(k) for k in ("throughput_samples_per_s", "data_wait_fraction", "gpu_util_percent")},
@@ -136,6 +143,17 @@ def _prefetchers(path: Path) -> dict[str, Any]:
         return {"result": f"missing: {path.name}"}
     rates = document.get("images_per_s", {})
     return {f"{arm} images/s (median)": round(statistics.median(v), 1) for arm, v in rates.items() if v}
+
+
+def _truth(path: Path) -> dict[str, Any]:
+    document = _read(path)
+    if not isinstance(document, list):
+        return {"result": f"missing: {path.name}"}
+    return {
+        f"{row['case']} {arm}": f"{ratio:.2f}x the script as written"
+        for row in document
+        for arm, ratio in row.get("ratio_to_written", {}).items()
+    }
 
 
 def _zoo(path: Path) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """fastload's GPU claims checked on a CUDA machine, in one call of under ten minutes.
 
-    python scripts/gpu_validation.py --out DIR [--budget-s 540] [--only STEP,...] [--dry-run]
+    python scripts/gpu_validation.py --out DIR [--budget-s 540] [--only STEP,...] [--zoo-repeats 3] [--dry-run]
 
 The steps, most telling first, so that a run its budget cuts short still says the most (a step
 left out for lack of time is named as such; ``--only`` runs it in a second call):
 
   gpu-tests        the tests marked gpu: tests/e2e/test_gpu.py and the CUDA prefetcher's unit test
-  gpu-zoo          scripts/bench_accuracy.py on the four GPU cases, 3 repeats
+  truth            scripts/bench_gpu_truth.py: the transfer case in plain runs, as written, pinned, more workers
+  gpu-zoo          scripts/bench_accuracy.py on the four GPU cases, 3 repeats (--zoo-repeats), reports kept
   transfer-fixes   fastload try on the gpu-transfer case, --fix pin-memory --fix cuda-prefetch
   prefetchers      scripts/bench_prefetch.py: fastload's CudaPrefetcher against apex's data_prefetcher
   example-NAME     fastload diagnose of each bundled example, training on the GPU (--device cuda)
@@ -83,17 +84,18 @@ def fastload(*args: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "fastload_cli", *args)
 
 
-def plan(out: Path) -> list[Step]:
+def plan(out: Path, zoo_repeats: int = 3) -> list[Step]:
     """Every step, in the order they run; what they write goes under ``out``."""
     py = sys.executable
     tests = ("tests/e2e/test_gpu.py", "tests/unit/test_fixes.py")
     transfer = ("scripts/zoo/gpu_transfer.py", "--fix", "pin-memory", "--fix", "cuda-prefetch")
-    zoo = ("--repeats", "3", "--cases", GPU_CASES, "--out", str(out / "gpu-zoo.json"))
+    zoo = ("--repeats", str(zoo_repeats), "--cases", GPU_CASES, "--out", str(out / "gpu-zoo.json"))
     prefetch = ("--rounds", "3", "--out", str(out / "prefetchers.json"))
     on_gpu = ("-q", "--", "--device", "cuda")
     return [
         Step("gpu-tests", (py, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", *tests), 180),
-        Step("gpu-zoo", (py, "scripts/bench_accuracy.py", *zoo), 300),
+        Step("truth", (py, "scripts/bench_gpu_truth.py", "--out", str(out / "truth.json")), 120),
+        Step("gpu-zoo", (py, "scripts/bench_accuracy.py", *zoo, "--reports", str(out / "zoo")), 100 * zoo_repeats),
         Step("transfer-fixes", fastload("try", *transfer, *outputs(out, "transfer-fixes"), "-q"), 150),
         Step("prefetchers", (py, "scripts/bench_prefetch.py", *prefetch), 150),
         *(
@@ -209,6 +211,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="the folder for logs, reports and the summary (dry: optional)")
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="stop starting steps after this")
     parser.add_argument("--only", help="comma-separated step names (default: all)")
+    parser.add_argument("--zoo-repeats", type=int, default=3, help="diagnoses of each GPU zoo case (default 3)")
     parser.add_argument("--dry-run", action="store_true", help="check that every command parses and starts")
     args = parser.parse_args()
     if args.out is None and not args.dry_run:
@@ -237,7 +240,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fastload-gpu-validation-") as scratch:
         out = (args.out or Path(scratch)).resolve()  # a dry run without --out keeps nothing
         out.mkdir(parents=True, exist_ok=True)
-        steps, done = chosen(plan(out), args.only), []
+        steps, done = chosen(plan(out, args.zoo_repeats), args.only), []
         deadline = time.monotonic() + args.budget_s
         try:
             for step in steps:

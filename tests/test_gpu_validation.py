@@ -25,7 +25,7 @@ def test_the_dry_run_checks_every_command_it_would_run(tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     steps = json.loads((tmp_path / "summary.json").read_text())["steps"]
     examples = {f"example-{p.stem}" for p in (ROOT / "fastload_cli" / "examples").glob("[!_]*.py")}
-    assert {s["step"] for s in steps} == {"gpu-tests", "gpu-zoo", "transfer-fixes", "prefetchers", *examples}
+    assert {s["step"] for s in steps} == {"gpu-tests", "truth", "gpu-zoo", "transfer-fixes", "prefetchers", *examples}
     assert all(s["status"] == "checked" for s in steps), steps
     assert "# fastload GPU validation (dry run" in (tmp_path / "summary.md").read_text()
 

@@ -135,6 +135,9 @@ def gather_facts(
     synthetic = _first(runs, summaries, Mode.SYNTHETIC)
     if synthetic is not None and not replayed(synthetic[0]):
         synthetic = None  # it ran the real pipeline: no ceiling can be read from it
+    on_device = _first(runs, summaries, Mode.SYNTHETIC_DEVICE)
+    if on_device is not None and not replayed(on_device[0]):
+        on_device = None  # its batch never reached the GPU: it measured the real pipeline
     no_aug = _first(runs, summaries, Mode.NO_AUG)
     cached, bare = _first(runs, summaries, Mode.CACHED), _first(runs, summaries, Mode.CACHED_NO_AUG)
     if cached is not None and not _cached(cached[0]):
@@ -148,6 +151,7 @@ def gather_facts(
     return Facts(
         real=real[1] if real else None,
         synthetic=synthetic[1] if synthetic else None,
+        device_replay=on_device[1] if on_device else None,
         no_aug=no_aug[1] if no_aug else None,
         cached=cached[1] if cached else None,
         cached_no_aug=bare[1] if bare else None,

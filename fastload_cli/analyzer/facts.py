@@ -19,6 +19,7 @@ class Facts:
 
     real: RunSummary | None
     synthetic: RunSummary | None = None
+    device_replay: RunSummary | None = None  # synthetic-device: the replayed batch already on the GPU
     no_aug: RunSummary | None = None
     cached: RunSummary | None = None  # samples decoded into memory: storage and decode free
     cached_no_aug: RunSummary | None = None  # ... and the augmentation replaced too
@@ -44,6 +45,30 @@ class Facts:
     @property
     def ceiling(self) -> float | None:
         return speedup(self.synthetic, self.real)
+
+    @property
+    def transfer_gain(self) -> float | None:
+        """How much faster a step ran with its batch already on the GPU than copied there from
+        host memory: the two replays' steps, each without the replay's own handing over (its
+        data wait), medians."""
+        host, device = self.synthetic, self.device_replay
+        if host is None or device is None or not host.compute_ms_p50 or not device.compute_ms_p50:
+            return None
+        return host.compute_ms_p50 / device.compute_ms_p50
+
+    @property
+    def transfer_noise(self) -> float:
+        """The relative noise of ``transfer_gain``: the two replays' spreads."""
+        return pair_noise(self.synthetic, self.device_replay)
+
+    @property
+    def transfer_bound(self) -> bool:
+        """Copies to the GPU cost the step beyond ``TRANSFER_SIGNIFICANT`` and the replays' noise,
+        and more than the rest of the input pipeline (the ceiling) does."""
+        gain = self.transfer_gain
+        if gain is None or gain < max(th.TRANSFER_SIGNIFICANT, 1 + self.transfer_noise):
+            return False
+        return self.ceiling is None or gain >= self.ceiling
 
     @property
     def aug_speedup(self) -> float | None:

@@ -30,6 +30,15 @@ def why_skip(spec: ModeSpec, done: Sequence[RunResult], drop_transforms: tuple[s
     return None
 
 
+def applies(spec: ModeSpec, done: Sequence[RunResult]) -> bool:
+    """Whether a mode means anything for this script: the device-resident replay only where the
+    real run trained on CUDA (on the CPU nothing is copied to a device)."""
+    if spec.mode is not Mode.SYNTHETIC_DEVICE:
+        return True
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    return real is not None and bool(real.env.cuda_in_use)
+
+
 def why_not_sweep(analysis: Analysis) -> str | None:
     """Why measuring num_workers settings would not help, or None when it may.
 

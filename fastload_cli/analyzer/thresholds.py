@@ -57,6 +57,11 @@ LOADER_BLOCKED_NOTABLE = 0.10
 # Device busy % below which a compute-bound CUDA run is limited by the host loop, not the GPU
 # (the GPU idles half the time even with free inputs).
 GPU_BUSY_LOW_PERCENT = 50.0
+# A step this much faster with its batch already on the GPU (synthetic-device) than copied from host
+# memory (synthetic) makes host-to-device copies a cause: they cost a quarter of the step.
+TRANSFER_SIGNIFICANT = 1.3
+# What a host-to-device copy moves at best: pinned memory over PCIe Gen5 x16 (~64 GB/s raw).
+PCIE_PINNED_BYTES_PER_S = 50e9
 
 # -- Confidence --------------------------------------------------------------------------------
 

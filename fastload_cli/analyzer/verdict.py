@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import find_cause, found, rate
-from fastload_cli.analyzer.facts import Facts
-from fastload_cli.formatting import pct
+from fastload_cli.analyzer.facts import Facts, speedup
+from fastload_cli.formatting import pct, size
 from fastload_cli.records import Bottleneck, Finding, FindingKind, RunSummary, Verdict
 
 __all__ = ["Facts", "decide"]
@@ -85,6 +85,8 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         return _restart_bound(f, caveats)
     wait, ceiling = real.data_wait_fraction, f.ceiling
     evidence = [_wait_line(real), *_ceiling_lines(f)]
+    if f.transfer_bound:
+        return _transfer_bound(f, evidence, caveats)
     wait_high, wait_low = wait >= th.WAIT_INPUT_BOUND, wait < th.WAIT_COMPUTE_BOUND
     ceiling_high = ceiling is not None and ceiling >= th.CEILING_INPUT_BOUND
     ceiling_low = ceiling is not None and ceiling < th.CEILING_COMPUTE_BOUND
@@ -313,11 +315,56 @@ def _unexplained_ceiling_line(f: Facts) -> Finding:
     )
 
 
+def _transfer_bound(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdict:
+    """The step ran much faster with its batch already on the GPU than copied there from host
+    memory, and the copies cost more than the rest of the input pipeline."""
+    gain = f.transfer_gain
+    assert gain is not None
+    evidence.append(_transfer_line(f))
+    if gain >= th.CEILING_INPUT_BOUND:
+        label, confidence = "Input-bound: copying the batches to the GPU is the limit", th.CONFIDENCE_STRONG
+    else:
+        label, confidence = "Partly input-bound: copying the batches to the GPU costs time", th.CONFIDENCE_ONE_SIGNAL
+    verdict = _verdict(f, Bottleneck.TRANSFER, label, confidence, evidence, caveats)
+    return replace(verdict, speedup_ceiling=speedup(f.device_replay, f.real) or f.ceiling)
+
+
+def _transfer_line(f: Facts) -> Finding:
+    """What the copies cost a step, from the two replays, and what the bytes say they could cost."""
+    host, device, gain = f.synthetic, f.device_replay, f.transfer_gain
+    assert host is not None and device is not None and gain is not None
+    assert host.compute_ms_p50 is not None and device.compute_ms_p50 is not None
+    copy_ms = host.compute_ms_p50 - device.compute_ms_p50
+    batch = f.batch
+    nbytes = batch.bytes_per_batch if batch is not None and batch.bytes_per_batch else None
+    pinned = batch.pinned if batch is not None else None
+    memory = "host" if pinned is None else "pinned" if pinned else "pageable"
+    moved = ""
+    if nbytes is not None:
+        floor_ms = 1e3 * nbytes / th.PCIE_PINNED_BYTES_PER_S
+        moved = (
+            f" The {size(nbytes)} of a batch crossed at {nbytes / copy_ms / 1e6:.1f} GB/s from {memory} memory; "
+            f"pinned memory over PCIe Gen5 moves them in about {floor_ms:.1f} ms."
+        )
+    return found(
+        FindingKind.TRANSFER,
+        f"With its batch already on the GPU (synthetic-device) a step took {device.compute_ms_p50:.1f} ms, against "
+        f"{host.compute_ms_p50:.1f} ms copied there from host memory (synthetic): the copies cost "
+        f"{copy_ms:.1f} ms a step ({gain:.2f}x).{moved}",
+        transfer_gain=gain,
+        copy_ms=copy_ms,
+        bytes_per_batch=nbytes,
+        noise=f.transfer_noise,
+    )
+
+
 def _compute_bound(f: Facts, evidence: list[Finding], confidence: float, caveats: tuple[str, ...]) -> Verdict:
-    gpu = f.synthetic.gpu_util_percent if f.synthetic is not None else None
+    free = f.device_replay or f.synthetic  # free inputs, already on the GPU where that was measured
+    gpu = free.gpu_util_percent if free is not None else None
     if f.cuda_in_use and gpu is not None and gpu < th.GPU_BUSY_LOW_PERCENT:
+        where = "free inputs already on the GPU (synthetic-device)" if f.device_replay else "free inputs"
         line = (
-            f"Even with free inputs the GPU was busy only {gpu:.0f}% of the time: the loop's own Python "
+            f"Even with {where} the GPU was busy only {gpu:.0f}% of the time: the loop's own Python "
             "and kernel-launch overhead is the limit."
         )
         evidence.append(found(FindingKind.GPU_IDLE, line, gpu_util_percent=gpu))

@@ -27,6 +27,10 @@ class Mode(enum.Enum):
 
     REAL = "real"
     SYNTHETIC = "synthetic"
+    # Training on CUDA: the synthetic replay with its cached batch already on the GPU, so the
+    # script's .to(device) copies nothing. Against the host-resident replay (synthetic), the
+    # difference is what the host-to-device copies cost.
+    SYNTHETIC_DEVICE = "synthetic-device"
     NO_AUG = "no-aug"
     WORKERS = "workers"
     # Each sample read and decoded once into memory before the first batch; the real transforms

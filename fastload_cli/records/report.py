@@ -109,6 +109,7 @@ class FindingKind(enum.Enum):
     READ_RATE = "read-rate"  # bytes read from storage per second
     CAUSE_UNMEASURED = "cause-unmeasured"  # the loaders' CPU could not be read
     GPU_IDLE = "gpu-idle"  # the device idles even with free inputs
+    TRANSFER = "transfer"  # the step with its batch already on the GPU against copied from the host
     SWEEP = "sweep"  # what a num_workers sweep measured
     STRAGGLER = "straggler"  # a data-parallel job's rank that holds the others back, and why
     STRAGGLER_FREED = "straggler-freed"  # what the job gained with the straggler's input pipeline free

@@ -72,6 +72,20 @@ def test_no_aug_is_skipped_without_augmentation(monkeypatch: pytest.MonkeyPatch)
     assert any("skipped" in n for n in notes)
 
 
+def test_a_script_on_cuda_gets_the_device_resident_replay_and_one_on_the_cpu_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = quiet_run("real")
+    on_cuda = dataclasses.replace(real, env=dataclasses.replace(real.env, cuda_in_use=True))
+    calls = fake(monkeypatch, [on_cuda, quiet_run("synthetic"), quiet_run("synthetic-device")])
+    notes: list[str] = []
+    run(notes)
+    assert calls == ["real", "synthetic", "synthetic-device"]
+    calls = fake(monkeypatch, [quiet_run("real"), quiet_run("synthetic")])
+    run(notes)
+    assert calls == ["real", "synthetic"] and not any("synthetic-device" in n for n in notes)
+
+
 def test_a_disturbed_run_is_measured_again_and_the_quieter_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     retry = quiet_run("synthetic")
     results = [quiet_run("real", augmented=True), disturbed_run("synthetic"), retry, quiet_run("no-aug")]

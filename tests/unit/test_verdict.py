@@ -10,7 +10,7 @@ import pytest
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.records import Bottleneck, Breakdown, SweepResult
+from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, SweepResult
 from tests.unit import builders as b
 
 
@@ -541,3 +541,69 @@ def test_a_loop_that_waits_on_half_busy_loaders_is_cpu_not_latency() -> None:
     # the same wait with the loaders asleep is latency
     asleep = dataclasses.replace(half_busy, loader_busy_fraction=0.1)
     assert decide(facts(asleep, b.summary("synthetic", throughput=780.0))).bottleneck is Bottleneck.IO
+
+
+# -- Copies to the GPU: the device-resident replay against the host-resident one -------------------
+
+
+def on_gpu(real, synthetic, device, pinned=False, nbytes=201_326_592) -> Facts:
+    """A CUDA run with both replays: the batch replayed from host memory and already on the GPU."""
+    batch = BatchInfo(
+        python_type="list", samples=64, bytes_per_batch=nbytes, bytes_per_sample=nbytes / 64, pinned=pinned, leaves=()
+    )
+    return dataclasses.replace(facts(real, synthetic, cuda=True, pin=pinned), device_replay=device, batch=batch)
+
+
+def test_a_step_much_faster_with_its_batch_on_the_gpu_is_transfer_bound() -> None:
+    real = b.summary(wait=0.03, compute_ms=40.0, gpu=20.0)
+    host = b.summary("synthetic", throughput=104.0, wait=0.01, compute_ms=40.0, gpu=20.0)
+    device = b.summary("synthetic-device", throughput=1000.0, wait=0.01, compute_ms=4.0, gpu=90.0)
+    v = decide(on_gpu(real, host, device))
+    assert v.bottleneck is Bottleneck.TRANSFER
+    assert v.label.startswith("Input-bound: copying")
+    assert v.speedup_ceiling == pytest.approx(10.0)  # what free inputs already on the GPU give
+    (line,) = v.of(FindingKind.TRANSFER)
+    assert "36.0 ms a step (10.00x)" in line.sentence and "pageable" in line.sentence
+    assert line.values["copy_ms"] == pytest.approx(36.0)
+    assert "5.6 GB/s" in line.sentence  # 201 MB in 36 ms
+    assert "4.0 ms" in line.sentence  # 201 MB at 50 GB/s
+
+
+def test_copies_that_cost_little_leave_the_verdict_to_the_other_signals() -> None:
+    real = b.summary(wait=0.02, compute_ms=20.0, gpu=95.0)
+    host = b.summary("synthetic", throughput=102.0, wait=0.01, compute_ms=20.0, gpu=96.0)
+    device = b.summary("synthetic-device", throughput=110.0, wait=0.01, compute_ms=18.5, gpu=97.0)
+    v = decide(on_gpu(real, host, device, pinned=True))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    assert not v.of(FindingKind.TRANSFER)
+
+
+def test_copies_that_cost_less_than_loading_leave_the_cause_to_loading() -> None:
+    """Augmentation on two workers feeds a small network: the copies cost the step 1.6x, loading 8x."""
+    real = b.summary(wait=0.85, compute_ms=5.0, busy=0.95, system=0.5, gpu=10.0)
+    host = b.summary("synthetic", throughput=800.0, wait=0.01, compute_ms=5.0, gpu=60.0)
+    device = b.summary("synthetic-device", throughput=1300.0, wait=0.01, compute_ms=3.1, gpu=90.0)
+    v = decide(on_gpu(real, host, device, pinned=True))
+    assert v.bottleneck is Bottleneck.CPU
+
+
+def test_a_transfer_gain_inside_the_replays_noise_is_not_a_cause() -> None:
+    real = b.summary(wait=0.02, compute_ms=20.0, gpu=95.0)
+    host = dataclasses.replace(b.summary("synthetic", throughput=102.0, compute_ms=26.0), throughput_spread=0.25)
+    device = dataclasses.replace(b.summary("synthetic-device", compute_ms=20.0), throughput_spread=0.2)
+    v = decide(on_gpu(real, host, device))  # 1.3x, within the replays' ±45%
+    assert v.bottleneck is not Bottleneck.TRANSFER
+
+
+def test_host_bound_reads_the_gpu_with_its_batch_already_there() -> None:
+    """With free inputs from host memory the copies keep the GPU waiting too; the host verdict is
+    the device-resident replay's reading."""
+    real = b.summary(wait=0.02, compute_ms=10.0, gpu=30.0)
+    host = b.summary("synthetic", throughput=102.0, compute_ms=10.0, gpu=30.0)
+    device = b.summary("synthetic-device", throughput=104.0, compute_ms=9.8, gpu=35.0)
+    v = decide(on_gpu(real, host, device, nbytes=4096))
+    assert v.bottleneck is Bottleneck.HOST
+    (line,) = v.of(FindingKind.GPU_IDLE)
+    assert "35%" in line.sentence and "synthetic-device" in line.sentence
+    busy = dataclasses.replace(device, gpu_util_percent=92.0)
+    assert decide(on_gpu(real, host, busy, nbytes=4096)).bottleneck is Bottleneck.COMPUTE

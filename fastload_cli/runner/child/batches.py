@@ -136,20 +136,39 @@ def seed_everything() -> None:
                 module.random.seed(BATCH_SEED)
 
 
-def copy_batch(batch: Any) -> Any:
-    """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned."""
+def copy_batch(batch: Any, tensors: bool = True) -> Any:
+    """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned. With ``tensors``
+    False only the containers are new: every tensor is the batch's own."""
     if _is_tensor(batch):
+        if not tensors:
+            return batch
         if is_pinned(batch):
             return sys.modules["torch"].empty_like(batch, pin_memory=True).copy_(batch)
         return batch.clone()
     if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
         return batch
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(copy_batch(v) for v in batch))
+        return type(batch)(*(copy_batch(v, tensors) for v in batch))
     if isinstance(batch, (list, tuple)):
-        return type(batch)(copy_batch(v) for v in batch)
+        return type(batch)(copy_batch(v, tensors) for v in batch)
     if type(batch) is dict:
-        return {k: copy_batch(v) for k, v in batch.items()}
+        return {k: copy_batch(v, tensors) for k, v in batch.items()}
+    return copy.deepcopy(batch)
+
+
+def to_cuda(batch: Any) -> Any:
+    """A copy of a batch with every tensor on the current CUDA device, the containers kept (as
+    ``copy_batch`` keeps them); what is not a tensor is copied as it is."""
+    if _is_tensor(batch):
+        return batch.to(sys.modules["torch"].device("cuda", sys.modules["torch"].cuda.current_device()))
+    if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
+        return batch
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
+        return type(batch)(*(to_cuda(v) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_cuda(v) for v in batch)
+    if type(batch) is dict:
+        return {k: to_cuda(v) for k, v in batch.items()}
     return copy.deepcopy(batch)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode, setting_location
 from fastload_cli.runner.child import breakdown, samples, transforms
-from fastload_cli.runner.child.batches import copy_batch, safe_len
+from fastload_cli.runner.child.batches import copy_batch, safe_len, to_cuda
 from fastload_cli.runner.child.channel import Channel
 
 SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
@@ -185,10 +185,16 @@ def derandomize(dataset: Any, spec: ChildSpec, channel: Channel, loader_id: int)
 @dataclass
 class SyntheticReplay(Actuator):
     """``synthetic``: from the warm-up's last batch on, every batch is a fresh copy of one cached
-    real batch; the workers are shut down and later epochs start none."""
+    real batch; the workers are shut down and later epochs start none.
+
+    A script that trains on the CPU gets its tensors cloned every step, so that a step that
+    changes its inputs in place never changes the next replay. One that trains on CUDA copies
+    them to the GPU itself, and cloning a large batch on the host would cost the step as much
+    as that copy: it gets the cached tensors themselves, in new containers."""
 
     _cached: dict[int, Any] = field(default_factory=dict)  # loader id -> the batch replayed
     _failed: set[int] = field(default_factory=set)  # loaders whose batch could not be copied
+    _clone: bool = True  # each replay clones the cached tensors
 
     def replaying(self, loader: LoaderState) -> bool:
         return loader.loader_id in self._cached
@@ -217,13 +223,22 @@ class SyntheticReplay(Actuator):
         """Keep a copy of ``batch`` to replay; a batch that cannot be copied leaves this loader
         real (and says why) rather than break the script."""
         try:
-            self._cached[loader.loader_id] = copy_batch(batch)
+            self._cached[loader.loader_id] = self.kept(batch)
+            self._clone = self.clones()
         except Exception as exc:
             self._failed.add(loader.loader_id)
             why = f"{type(batch).__qualname__} batch cannot be copied ({type(exc).__name__}: {exc})"
             self.channel.substitution(loader.loader_id, SYNTHETIC_LOCATION, why, "not replayed: this loader stays real")
             return
         stop_workers(iterator)
+
+    def kept(self, batch: Any) -> Any:
+        """The copy of ``batch`` that is replayed."""
+        return copy_batch(batch)
+
+    def clones(self) -> bool:
+        """Each replay clones the cached tensors: not where the script trains on CUDA."""
+        return not cuda_started()
 
     def _replay(self, iterator: Any, epoch: EpochState) -> Any:
         """A fresh copy of the cached batch, with the epoch's length kept."""
@@ -232,7 +247,28 @@ class SyntheticReplay(Actuator):
             raise StopIteration
         iterator._num_yielded += 1
         cached = self._cached[epoch.loader.loader_id]
-        return self.timed(epoch, lambda _: copy_batch(cached), iterator, synthetic=True)
+        return self.timed(epoch, lambda _: copy_batch(cached, self._clone), iterator, synthetic=True)
+
+
+@dataclass
+class DeviceReplay(SyntheticReplay):
+    """``synthetic-device``: the synthetic replay with the cached batch on the GPU the script
+    trains on, each replay a copy made there, so that the script's ``.to(device)`` is a no-op and
+    nothing crosses to the GPU. A script that has not started CUDA by then keeps its loader real."""
+
+    def kept(self, batch: Any) -> Any:
+        if not cuda_started():
+            raise RuntimeError("the script has not started CUDA, so there is no GPU to keep the batch on")
+        return to_cuda(batch)
+
+    def clones(self) -> bool:
+        return True  # a copy on the GPU costs next to nothing
+
+
+def cuda_started() -> bool:
+    """The script has started CUDA (it trains there, as a rule)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.cuda.is_initialized())
 
 
 @dataclass
@@ -254,6 +290,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.WORKERS: WorkersOverride,
     Mode.NO_AUG: NoAugmentation,
     Mode.SYNTHETIC: SyntheticReplay,
+    Mode.SYNTHETIC_DEVICE: DeviceReplay,
     Mode.BREAKDOWN: BreakdownRun,
 }  # with the cached mode and the fixes: ``actuators.ACTUATORS``
 

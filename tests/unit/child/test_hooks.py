@@ -53,6 +53,17 @@ def test_copies_are_fresh_and_equal_for_every_container() -> None:
             assert tensor.data_ptr() != copied[path].data_ptr(), path
 
 
+def test_copies_without_their_tensors_are_new_containers_around_the_same_tensors() -> None:
+    """The replay of a script that trains on CUDA: a host clone would cost as much as the copy to
+    the GPU it measures, and a script that pops a key must not change the next replay."""
+    batch = {"x": torch.ones(2), "meta": [torch.tensor([7])], "pair": Pair(torch.ones(2), torch.zeros(2))}
+    copy = copy_batch(batch, tensors=False)
+    assert copy is not batch and copy["meta"] is not batch["meta"] and type(copy["pair"]) is Pair
+    assert copy["x"] is batch["x"] and copy["meta"][0] is batch["meta"][0] and copy["pair"][1] is batch["pair"][1]
+    copy.pop("x")
+    assert "x" in batch
+
+
 def batch_layout_tensors(batch):
     from fastload_cli.runner.child.batches import tensor_leaves
 
