@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """fastload's GPU claims checked on a CUDA machine, in one call of under ten minutes.
 
-    python scripts/gpu_validation.py --out DIR [--budget-s 540] [--only STEP,...] [--zoo-repeats 3] [--dry-run]
+    python scripts/gpu_validation.py --out DIR [--budget-s 540] [--only STEP,...] [--zoo-repeats 3]
+                                      [--zoo-cases a,b] [--dry-run]
 
 The steps, most telling first, so that a run its budget cuts short still says the most (a step
 left out for lack of time is named as such; ``--only`` runs it in a second call):
@@ -84,12 +85,12 @@ def fastload(*args: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "fastload_cli", *args)
 
 
-def plan(out: Path, zoo_repeats: int = 3) -> list[Step]:
+def plan(out: Path, zoo_repeats: int = 3, zoo_cases: str = GPU_CASES) -> list[Step]:
     """Every step, in the order they run; what they write goes under ``out``."""
     py = sys.executable
     tests = ("tests/e2e/test_gpu.py", "tests/unit/test_fixes.py")
     transfer = ("scripts/zoo/gpu_transfer.py", "--fix", "pin-memory", "--fix", "cuda-prefetch")
-    zoo = ("--repeats", str(zoo_repeats), "--cases", GPU_CASES, "--out", str(out / "gpu-zoo.json"))
+    zoo = ("--repeats", str(zoo_repeats), "--cases", zoo_cases, "--out", str(out / "gpu-zoo.json"))
     prefetch = ("--rounds", "3", "--out", str(out / "prefetchers.json"))
     on_gpu = ("-q", "--", "--device", "cuda")
     return [
@@ -212,6 +213,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="stop starting steps after this")
     parser.add_argument("--only", help="comma-separated step names (default: all)")
     parser.add_argument("--zoo-repeats", type=int, default=3, help="diagnoses of each GPU zoo case (default 3)")
+    parser.add_argument("--zoo-cases", default=GPU_CASES, help=f"the GPU zoo cases diagnosed (default {GPU_CASES})")
     parser.add_argument("--dry-run", action="store_true", help="check that every command parses and starts")
     args = parser.parse_args()
     if args.out is None and not args.dry_run:
@@ -240,7 +242,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fastload-gpu-validation-") as scratch:
         out = (args.out or Path(scratch)).resolve()  # a dry run without --out keeps nothing
         out.mkdir(parents=True, exist_ok=True)
-        steps, done = chosen(plan(out, args.zoo_repeats), args.only), []
+        steps, done = chosen(plan(out, args.zoo_repeats, args.zoo_cases), args.only), []
         deadline = time.monotonic() + args.budget_s
         try:
             for step in steps:

@@ -167,12 +167,19 @@ def verifications(analysis: Analysis, done: Sequence[RunResult]) -> tuple[ModeSp
     return tuple(ModeSpec(mode=Mode.FIX, fixes=(fix.text,)) for fix in fixes)
 
 
+# The fix that a verdict's cause names first, verified as a pathology's is: pinned memory is what
+# every guide says for copies to the GPU, and a run measures whether it helps this script (a batch
+# handed over by workers must still be copied into pinned memory, on one thread).
+CAUSE_FIXES = {Bottleneck.TRANSFER: "pin-memory"}
+
+
 def follow_ups(analysis: Analysis, done: Sequence[RunResult], *, cached: bool) -> tuple[tuple[ModeSpec, float], ...]:
     """``diagnose``'s follow-up runs in the order they are worth making, each with the seconds it may
-    end past the follow-up budget: a pathology's fix first (``PATHOLOGY_FOLLOW_UP_EXTRA_S``), then
-    the cached run, then the other recommendations' fixes."""
+    end past the follow-up budget: a pathology's fix and the verdict's cause's (``CAUSE_FIXES``)
+    first (``PATHOLOGY_FOLLOW_UP_EXTRA_S``), then the cached run, then the other recommendations'
+    fixes."""
     verifying = verifications(analysis, done)
-    named = {p.fix for p in analysis.pathologies}
+    named = {p.fix for p in analysis.pathologies} | {CAUSE_FIXES.get(analysis.verdict.bottleneck)}
     first = tuple((s, PATHOLOGY_FOLLOW_UP_EXTRA_S) for s in verifying if "+".join(s.fixes) in named)
     rest = tuple((s, 0.0) for s in verifying if "+".join(s.fixes) not in named)
     return (*first, *(((ModeSpec(mode=Mode.CACHED), 0.0),) if cached else ()), *rest)

@@ -16,6 +16,7 @@ def test_synthetic_copies_keep_pinned_memory_pinned() -> None:
 
     from fastload_cli.runner.child.batches import batch_layout, copy_batch
 
+    torch.cuda.init()  # as in a run: the replays start after the warm-up's steps on the GPU
     batch = (torch.randn(4, 3).pin_memory(), torch.arange(4).pin_memory())
     copied = copy_batch(batch)
     assert all(t.is_pinned() for t in copied)

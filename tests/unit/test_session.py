@@ -455,3 +455,31 @@ def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> Non
     assert "Not verified" in marked[0].detail and "--fix persistent-workers" in marked[0].detail
     assert marked[1] == other
     assert trials.not_verified((rec,), (), b.loader()) == (rec,)
+
+
+def test_a_transfer_verdict_verifies_pinned_memory_first_with_the_extra_time_a_pathology_gets() -> None:
+    """Pinning is the first advice for copies to the GPU, and workers' batches must still be copied
+    into pinned memory: whether it helps this script is measured, not left to the budget."""
+    from fastload_cli.analyzer.recommendations import recommend
+    from fastload_cli.config import PATHOLOGY_FOLLOW_UP_EXTRA_S
+    from fastload_cli.records import BatchInfo
+
+    batch = BatchInfo(
+        python_type="list", samples=64, bytes_per_batch=201_326_592, bytes_per_sample=3e6, pinned=False, leaves=()
+    )
+    f = Facts(
+        real=b.summary(wait=0.03, compute_ms=70.0),
+        synthetic=b.summary("synthetic", throughput=250.0, wait=0.01, compute_ms=27.0),
+        device_replay=b.summary("synthetic-device", throughput=9000.0, wait=0.01, compute_ms=0.8),
+        loader=b.loader(pin=False),
+        cpu_count=16,
+        cuda_in_use=True,
+        batch=batch,
+    )
+    verdict = decide(f)
+    assert verdict.bottleneck is Bottleneck.TRANSFER
+    analysis = Analysis(summaries=(), verdict=verdict, recommendations=recommend(f, verdict), facts=f)
+    real = b.run("real", b.batches([10] * 20, 5))
+    real = dataclasses.replace(real, env=dataclasses.replace(real.env, cuda_available=True, cuda_in_use=True))
+    runs = next_runs.follow_ups(analysis, [real], cached=False)
+    assert runs[0] == (ModeSpec(mode=Mode.FIX, fixes=("pin-memory",)), PATHOLOGY_FOLLOW_UP_EXTRA_S)

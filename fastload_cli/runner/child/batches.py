@@ -143,7 +143,8 @@ def copy_batch(batch: Any, tensors: bool = True) -> Any:
         if not tensors:
             return batch
         if is_pinned(batch):
-            return sys.modules["torch"].empty_like(batch, pin_memory=True).copy_(batch)
+            torch = sys.modules["torch"]
+            return torch.empty(batch.shape, dtype=batch.dtype, pin_memory=True).copy_(batch)
         return batch.clone()
     if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
         return batch
