@@ -1,15 +1,17 @@
-"""Cumulative counters sampled outside the child (CPU seconds, bytes read, the machine's CPU
-time), read over a window: a difference of values interpolated at the window's edges, summed
-over the window's spans. Pure functions of the host samples."""
+"""Counters sampled outside the child, read over a window. Cumulative ones (CPU seconds, bytes
+read, the machine's CPU time): a difference of values interpolated at the window's edges, summed
+over the window's spans. The GPU's busy %: the readings that describe the window, averaged. Pure
+functions of the samples."""
 
 from __future__ import annotations
 
 import bisect
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from fastload_cli.records import HostSample, ProcRole, ProcSample
+from fastload_cli.records import HostSample, ProcRole, ProcSample, RunResult
 
 Span = tuple[int, int]  # (start_ns, end_ns)
 
@@ -88,3 +90,25 @@ def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None) -> f
     if system is None or run_cpu_s is None:
         return None
     return min(1.0, max(0.0, system.busy_s - run_cpu_s) / system.total_s)
+
+
+GPU_READING_PERIOD_NS = 1_000_000_000  # the longest period NVML's utilisation reading averages over
+
+
+def gpu_util_percent(run: RunResult, window: list[Span]) -> float | None:
+    """Device busy % averaged over the window, for the busiest visible device.
+
+    NVML's reading describes the period before it (1/6 s to 1 s): a window shorter than the
+    sampler's interval that holds no reading is read by the first one after its end, within
+    ``GPU_READING_PERIOD_NS``, which covers it.
+    """
+    read = [g for g in run.gpu_samples if g.util_percent is not None]
+    inside = [g for g in read if any(a <= g.t_ns <= b for a, b in window)]
+    if not inside and window:
+        end = window[-1][1]
+        after = sorted((g for g in read if end < g.t_ns <= end + GPU_READING_PERIOD_NS), key=lambda g: g.t_ns)
+        inside = [g for g in after if g.t_ns == after[0].t_ns]
+    per_device: dict[int, list[float]] = defaultdict(list)
+    for g in inside:
+        per_device[g.index].append(g.util_percent or 0.0)
+    return max((statistics.fmean(v) for v in per_device.values()), default=None)

@@ -13,12 +13,19 @@ from __future__ import annotations
 import bisect
 import itertools
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.counters import Span, foreign_cpu_fraction, role_delta, system_cpu, tree_delta
+from fastload_cli.analyzer.counters import (
+    Span,
+    foreign_cpu_fraction,
+    gpu_util_percent,
+    role_delta,
+    system_cpu,
+    tree_delta,
+)
 from fastload_cli.analyzer.failures import describe_error
 from fastload_cli.analyzer.ranks import job_summary, with_step_split
 from fastload_cli.records import (
@@ -306,15 +313,6 @@ def workers_busy_fraction(run: RunResult, window: list[Span], window_s: float) -
         return None
     runq = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.runq_s) or 0.0
     return min(1.0, (cpu + runq) / (window_s * loader.num_workers))
-
-
-def gpu_util_percent(run: RunResult, window: list[Span]) -> float | None:
-    """Device busy % averaged over the window, for the busiest visible device."""
-    inside = [g for g in run.gpu_samples if g.util_percent is not None and any(a <= g.t_ns <= b for a, b in window)]
-    per_device: dict[int, list[float]] = defaultdict(list)
-    for g in inside:
-        per_device[g.index].append(g.util_percent or 0.0)
-    return max((statistics.fmean(v) for v in per_device.values()), default=None)
 
 
 def peak_rss(samples: tuple[HostSample, ...]) -> int | None:

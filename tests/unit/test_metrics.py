@@ -398,3 +398,24 @@ def test_the_step_in_which_the_synthetic_mode_shut_the_workers_down_is_not_measu
     assert summarize(switched).throughput_samples_per_s == pytest.approx(summarize(steady).throughput_samples_per_s)
     real = b.run("real", b.batches([1.0] * 40, computes), warmup=6)  # nothing switched: the step counts
     assert (summarize(real).throughput_samples_per_s or 0) < 0.7 * (summarize(steady).throughput_samples_per_s or 0)
+
+
+def test_a_window_shorter_than_the_gpu_sampler_reads_the_first_reading_after_it() -> None:
+    """NVML's busy % describes the period before the reading: a 40 ms window between two readings
+    100 ms apart is covered by the next one, and never by one from before it."""
+    from fastload_cli.analyzer.counters import gpu_util_percent
+    from fastload_cli.records import GpuSample
+
+    def reading(t_ms: float, util: float, index: int = 0) -> GpuSample:
+        return GpuSample(
+            t_ns=int(t_ms * MS), index=index, util_percent=util, memory_used_bytes=None,
+            pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None,
+        )  # fmt: skip
+
+    run = dataclasses.replace(
+        b.run("real", b.batches([10] * 5, 1)), gpu_samples=(reading(0, 5.0), reading(100, 80.0), reading(100, 30.0, 1))
+    )
+    assert gpu_util_percent(run, [(int(30 * MS), int(70 * MS))]) == pytest.approx(80.0)  # the busiest device
+    assert gpu_util_percent(run, [(int(1200 * MS), int(1300 * MS))]) is None  # nothing read within a second
+    inside = dataclasses.replace(run, gpu_samples=(*run.gpu_samples, reading(50, 60.0)))
+    assert gpu_util_percent(inside, [(int(30 * MS), int(70 * MS))]) == pytest.approx(60.0)  # a reading inside wins
