@@ -17,7 +17,7 @@ class Noise(Dataset):
         return 10_000
 
     def __getitem__(self, index):
-        return torch.rand(3, 128, 128), index % 10
+        return torch.rand(3, 64, 64), index % 10
 
 
 def block(c_in, c_out):
@@ -27,9 +27,9 @@ def block(c_in, c_out):
 def main():
     device = cuda_device()
     loader = DataLoader(Noise(), batch_size=64, num_workers=4, pin_memory=True)
-    widths = [3, 256, 512, 512, 1024, 1024]
+    widths = [3, 128, 256, 256, 512]
     model = nn.Sequential(
-        *[block(a, b) for a, b in pairwise(widths)], nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1024, 10)
+        *[block(a, b) for a, b in pairwise(widths)], nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)
     ).to(device)
     train(loader, model, device)
 
