@@ -67,7 +67,10 @@ Modes = Annotated[
     str | None,
     typer.Option(
         "--modes",
-        help="Comma-separated modes to run (real is always first): real, synthetic, no-aug, cached, workers=N.",
+        help=(
+            "Comma-separated modes to run (real is always first): real, synthetic, synthetic-device "
+            "(on CUDA), no-aug, cached, workers=N."
+        ),
     ),
 ]
 MaxWorkers = Annotated[
