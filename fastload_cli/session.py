@@ -15,7 +15,7 @@ from typing import Protocol
 
 from fastload_cli.analyzer import Analysis, analyze, disturbed, next_runs, pathologies, search, split
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import describe_error, hint_for, killed_hint, timeout_hint
+from fastload_cli.analyzer.failures import NO_LOADER_HINT, describe_error, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import first_loader, summarize
 from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
 from fastload_cli.analyzer.settle import epoch_end_near, settled
@@ -45,10 +45,6 @@ from fastload_cli.samplers.host import available_memory
 ObserverFactory = Callable[[ModeSpec], Observer]
 NoteSink = Callable[[ModeSpec | None, str], None]  # a note on a mode's run, or on the command
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
-NO_LOADER_HINT = (
-    "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
-    "data already on the device are not seen"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +235,12 @@ class DiagnoseRuns:
         if outcome.interrupted:
             return outcome
         analysis = analyze(outcome.runs, summaries=outcome.summaries)
-        outcome = free_the_straggler(runner, analysis, outcome)
+        if (again := next_runs.measure_again(analysis, outcome.runs)) is not None:
+            runner.on_note(None, again)
+            outcome = run_modes(runner, next_runs.AGAIN, outcome)
+            analysis = analyze(outcome.runs, summaries=outcome.summaries)
+        if not outcome.interrupted:
+            outcome = free_the_straggler(runner, analysis, outcome)
         if outcome.interrupted:
             return outcome
         then = next_runs.after_modes(analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)

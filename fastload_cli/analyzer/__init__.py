@@ -23,6 +23,7 @@ from fastload_cli.analyzer.metrics import (
     summarize,
     workers_busy_fraction,
 )
+from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.recommendations import recommend
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
@@ -120,7 +121,14 @@ def sweep_evidence(result: SweepResult) -> Finding:
 def _first(
     runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
 ) -> tuple[RunResult, RunSummary] | None:
-    return next(((r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode), None)
+    """The first run of ``mode``, with its figures pooled with those of the runs that measured the
+    same again and finished (a ceiling near its line is measured twice: ``next_runs``)."""
+    found = [(r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode]
+    if not found:
+        return None
+    run, summary = found[0]
+    again = [s for r, s in found[1:] if r.spec == run.spec and r.status is RunStatus.OK]
+    return run, pooled([summary, *again])
 
 
 def _cached(run: RunResult) -> bool:

@@ -14,6 +14,11 @@ from collections.abc import Sequence
 
 from fastload_cli.records import RunResult, RunStatus, StopReason
 
+NO_LOADER_HINT = (
+    "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
+    "data already on the device are not seen"
+)
+
 SHM_HINT = (
     "a DataLoader worker hit a bus error: /dev/shm (shared memory, where workers hand batches over) is too "
     "small. Give the container more (docker run --shm-size=8g, or a larger /dev/shm mount), or use fewer "

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import Analysis, ranks
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.config import PATHOLOGY_FOLLOW_UP_EXTRA_S
@@ -37,6 +38,34 @@ def applies(spec: ModeSpec, done: Sequence[RunResult]) -> bool:
         return True
     real = next((r for r in done if r.spec.mode is Mode.REAL), None)
     return real is not None and bool(real.env.cuda_in_use)
+
+
+AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
+
+
+def measure_again(analysis: Analysis, done: Sequence[RunResult]) -> str | None:
+    """Why the real and synthetic runs are measured again, or None: the ceiling is within the
+    runs' noise of ``CEILING_COMPUTE_BOUND``, the line between a step that is the limit and loading
+    that costs part of the time, where one run's luck would decide the verdict. Once: the verdict
+    then reads each mode's two runs pooled (``pooled``), their disagreement counted as noise."""
+    f = analysis.facts
+    ceiling = f.ceiling
+    if (
+        ceiling is None
+        or f.restarts_dominate
+        or f.transfer_bound
+        or analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE
+    ):
+        return None
+    if (
+        sum(r.spec.mode is Mode.REAL for r in done) != 1
+        or abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise
+    ):
+        return None
+    return (
+        f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "
+        f"{th.CEILING_COMPUTE_BOUND:.2f}x: measuring real and synthetic again."
+    )
 
 
 def why_not_sweep(analysis: Analysis) -> str | None:

@@ -483,3 +483,24 @@ def test_a_transfer_verdict_verifies_pinned_memory_first_with_the_extra_time_a_p
     real = dataclasses.replace(real, env=dataclasses.replace(real.env, cuda_available=True, cuda_in_use=True))
     runs = next_runs.follow_ups(analysis, [real], cached=False)
     assert runs[0] == (ModeSpec(mode=Mode.FIX, fixes=("pin-memory",)), PATHOLOGY_FOLLOW_UP_EXTRA_S)
+
+
+def test_diagnose_measures_real_and_synthetic_again_when_the_ceiling_is_near_the_compute_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def pair(synthetic_ms: float) -> list[RunResult]:
+        return [
+            b.run("real", b.batches([0.2] * 40, 10.0), warmup=5),
+            b.run("synthetic", b.batches([0.1] * 40, synthetic_ms), warmup=5),
+        ]
+
+    calls = fake(monkeypatch, [*pair(9.0), *pair(6.0)])
+    notes: list[str] = []
+    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, m: notes.append(m))
+    outcome = session.DiagnoseRuns(DIAGNOSE_MODES, None).execute(runner)
+    assert calls == ["real", "synthetic", "real", "synthetic"]
+    assert any("measuring real and synthetic again" in n for n in notes)
+    assert analyze(outcome.runs).facts.ceiling == pytest.approx(20.4 / 15.2, abs=0.03)  # both pairs, pooled
+    calls = fake(monkeypatch, pair(5.0))  # 2x: far from the line, measured once
+    session.DiagnoseRuns(DIAGNOSE_MODES, None).execute(runner)
+    assert calls == ["real", "synthetic"]

@@ -1,0 +1,49 @@
+"""A ceiling near the compute-bound line measured again, and the runs of one mode read pooled."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer import analyze, next_runs
+from fastload_cli.analyzer.pooled import pooled
+from tests.unit import builders as b
+
+
+def test_pooled_runs_join_their_windows_and_count_their_disagreement_as_noise() -> None:
+    fast = dataclasses.replace(b.summary(throughput=300.0, busy=0.2), throughput_spread=0.05)  # 50 batches, 5.33 s
+    slow = dataclasses.replace(b.summary(throughput=100.0, busy=0.6), throughput_spread=0.02)  # 50 batches, 16 s
+    both = pooled([fast, slow])
+    assert both.samples == 3200 and both.batches == 100
+    assert both.throughput_samples_per_s == pytest.approx(3200 / (1600 / 300 + 1600 / 100))  # 150, not the mean 200
+    assert both.loader_busy_fraction == pytest.approx((0.2 * 1600 / 300 + 0.6 * 16) / (1600 / 300 + 16))
+    assert both.throughput_spread == pytest.approx(100 / 150)  # half the range (100) of 150
+    assert pooled([fast]) is fast
+
+
+def near_line_runs(synthetic_step_ms: float) -> list:
+    real = b.run("real", b.batches([0.2] * 40, 10.0), warmup=5)
+    synthetic = b.run("synthetic", b.batches([0.1] * 40, synthetic_step_ms), warmup=5)
+    return [real, synthetic]
+
+
+def test_a_ceiling_within_its_noise_of_the_compute_line_is_measured_again_once() -> None:
+    runs = near_line_runs(9.0)  # 1.12x (10.2 ms a step against 9.1), within ±5% of 1.15x
+    note = next_runs.measure_again(analyze(runs), runs)
+    assert note is not None and "1.12x" in note and "1.15x" in note
+    far = near_line_runs(5.0)  # 2x: clearly input-bound
+    assert next_runs.measure_again(analyze(far), far) is None
+    twice = [*runs, *near_line_runs(9.0)]
+    assert next_runs.measure_again(analyze(twice), twice) is None
+
+
+def test_the_verdict_reads_both_measurements_of_each_mode_pooled() -> None:
+    first = near_line_runs(9.0)  # 1.12x: compute-bound
+    second = near_line_runs(6.0)  # 1.67x
+    alone = analyze(first)
+    both = analyze([*first, *second])
+    assert alone.facts.ceiling == pytest.approx(10.2 / 9.1, abs=0.02)
+    # 40 batches of 10 ms and of 9 and 6 ms: 1.33x, and the two ceilings' disagreement is noise
+    assert both.facts.ceiling == pytest.approx((10.2 * 2) / (9.1 + 6.1), abs=0.03)
+    assert both.facts.ceiling_noise > alone.facts.ceiling_noise
