@@ -29,6 +29,10 @@ DEFAULT_SAMPLE_INTERVAL_S = 0.05
 # end within this many seconds of the command's start: the verdict comes first, and fast (a run
 # that ends later than its estimate still leaves the command under 30 s).
 DEFAULT_FOLLOW_UP_BUDGET_S = 25.0
+# diagnose measures a ceiling near the compute-bound line again only while real and synthetic, run
+# once more, would end within this many seconds of the command's start: on a step of a second,
+# two more runs would triple the time to the verdict.
+AGAIN_BUDGET_S = 40.0
 # A pathology's fix (in_order=False, one thread per worker) is worth a longer diagnose: its run may
 # end this many seconds past that budget.
 PATHOLOGY_FOLLOW_UP_EXTRA_S = 60.0

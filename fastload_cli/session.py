@@ -235,7 +235,7 @@ class DiagnoseRuns:
         if outcome.interrupted:
             return outcome
         analysis = analyze(outcome.runs, summaries=outcome.summaries)
-        if (again := next_runs.measure_again(analysis, outcome.runs)) is not None:
+        if (again := next_runs.measure_again(analysis, outcome.runs, time.monotonic() - started)) is not None:
             runner.on_note(None, again)
             outcome = run_modes(runner, next_runs.AGAIN, outcome)
             analysis = analyze(outcome.runs, summaries=outcome.summaries)

@@ -14,7 +14,7 @@ from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
-from fastload_cli.config import PATHOLOGY_FOLLOW_UP_EXTRA_S
+from fastload_cli.config import AGAIN_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S
 from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -43,13 +43,17 @@ def applies(spec: ModeSpec, done: Sequence[RunResult]) -> bool:
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
 
 
-def measure_again(analysis: Analysis, done: Sequence[RunResult]) -> str | None:
+def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: float = 0.0) -> str | None:
     """Why the real and synthetic runs are measured again, or None: the ceiling is within the
     runs' noise of ``CEILING_COMPUTE_BOUND``, the line between a step that is the limit and loading
-    that costs part of the time, where one run's luck would decide the verdict. Once: the verdict
-    then reads each mode's two runs pooled (``pooled``), their disagreement counted as noise."""
+    that costs part of the time, where one run's luck would decide the verdict. Once, and only
+    while the pair would end within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago):
+    the verdict then reads each mode's two runs pooled (``pooled``), their disagreement as noise."""
     f = analysis.facts
     ceiling = f.ceiling
+    pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)
+    if elapsed_s + pair_s > AGAIN_BUDGET_S:
+        return None
     if (
         ceiling is None
         or f.restarts_dominate

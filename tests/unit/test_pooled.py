@@ -36,6 +36,10 @@ def test_a_ceiling_within_its_noise_of_the_compute_line_is_measured_again_once()
     assert next_runs.measure_again(analyze(far), far) is None
     twice = [*runs, *near_line_runs(9.0)]
     assert next_runs.measure_again(analyze(twice), twice) is None
+    # each run took 10 s from start to end: a pair more, 25 s into the command, would end past 40 s
+    slow = [dataclasses.replace(r, ended_ns=10 * 10**9) for r in runs]
+    assert next_runs.measure_again(analyze(slow), slow, elapsed_s=15.0) is not None
+    assert next_runs.measure_again(analyze(slow), slow, elapsed_s=25.0) is None
 
 
 def test_the_verdict_reads_both_measurements_of_each_mode_pooled() -> None:
