@@ -607,3 +607,18 @@ def test_host_bound_reads_the_gpu_with_its_batch_already_there() -> None:
     assert "35%" in line.sentence and "synthetic-device" in line.sentence
     busy = dataclasses.replace(device, gpu_util_percent=92.0)
     assert decide(on_gpu(real, host, busy, nbytes=4096)).bottleneck is Bottleneck.COMPUTE
+
+
+def test_a_slower_step_beside_workers_that_barely_ran_is_not_theirs() -> None:
+    """slow-step: a one-second step on 2 cores, two workers that flip a tensor (1% of a core). A real
+    run whose step ran 1.2x slower than the synthetic one's read that as loading competing with the
+    step; workers that take 0.6% of the machine cannot add a sixth to the step."""
+    real = dataclasses.replace(
+        b.summary(wait=0.001, compute_ms=1200.0, busy=0.006, system=0.99), workers_cpu_percent=1.2
+    )
+    synthetic = b.summary("synthetic", throughput=120.0, wait=0.001, compute_ms=1000.0, system=0.99)
+    v = decide(facts(real, synthetic))
+    assert v.bottleneck is Bottleneck.COMPUTE
+    assert not v.of(FindingKind.CONTENTION)
+    busy = dataclasses.replace(real, workers_cpu_percent=60.0)  # 30% of the machine: the slowdown is theirs
+    assert decide(facts(busy, synthetic)).of(FindingKind.CONTENTION)
