@@ -31,10 +31,20 @@ def machine(root: Path) -> dict[str, Any]:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "host_cpus": os.cpu_count(),
-        "commit": _output(["git", "-C", str(root), "rev-parse", "--short", "HEAD"]) or "unknown (no git here)",
+        "commit": _commit(root),
         **_torch_facts(),
         "nvidia_smi": _nvidia_smi(),
     }
+
+
+def _commit(root: Path) -> str:
+    """HEAD, and whether the files differ from it: a copy of a working tree may carry an older
+    ``.git`` than its files."""
+    head = _output(["git", "-C", str(root), "rev-parse", "--short", "HEAD"])
+    if head is None:
+        return "unknown (no git here)"
+    changed = _output(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
+    return f"{head} (the files differ from it)" if changed else head
 
 
 def _output(argv: list[str]) -> str | None:
