@@ -97,19 +97,15 @@ class Facts:
         if not self.concurrent_loading or c is None:
             return False
         beyond_noise = max(th.CEILING_COMPUTE_BOUND, 1 + self.ceiling_noise)
-        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise) and self.workers_explain(c)
+        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise) and not self.loaders_nearly_idle
 
-    def workers_explain(self, contention: float) -> bool:
-        """The workers took enough CPU to slow the step by ``contention``: their cores, as a share of
-        the machine's, make up ``CONTENTION_EXPLAINED`` of the share of the step it added. Workers
-        that barely ran cannot have slowed it (a step that varies run to run can). Without workers
-        (a pin-memory thread in the main process) or their CPU reading, as measured."""
-        real = self.real
-        workers = real.workers_cpu_percent if real is not None else None
-        if not self.loader or not self.loader.num_workers or workers is None or not self.cpu_count:
-            return True
-        added = 1 - 1 / contention
-        return (workers / 100) / self.cpu_count >= th.CONTENTION_EXPLAINED * added
+    @property
+    def loaders_nearly_idle(self) -> bool:
+        """The real run's workers were on a CPU, or waiting for one, less than ``LOADER_NEARLY_IDLE``
+        of the time: they cannot have slowed the step. Not said of loading in the main process."""
+        busy = self.real.loader_busy_fraction if self.real is not None else None
+        workers = self.loader.num_workers if self.loader is not None else 0
+        return bool(workers) and busy is not None and busy < th.LOADER_NEARLY_IDLE
 
     @property
     def loaders_cost_the_step(self) -> bool:

@@ -33,10 +33,9 @@ CEILING_BROKEN = 0.8
 # CPU-only machine this, not the wait, is how an input pipeline slows training. A smaller slowdown
 # counts too when it clears both the real and synthetic runs' noise and CEILING_COMPUTE_BOUND.
 CONTENTION_SIGNIFICANT = 1.3
-# Workers slow the step only with the CPU they take: the cores they used, as a share of the
-# machine's, must make up at least this share of the step's slowdown (the share of the real step
-# that free inputs took off it) for the slowdown to be theirs.
-CONTENTION_EXPLAINED = 0.5
+# Loading processes on a CPU (or waiting for one) less than this share of the time cannot have
+# slowed the step: a slower step beside them is the step's own run-to-run variation.
+LOADER_NEARLY_IDLE = 0.05
 
 # -- Why is it the limit? ----------------------------------------------------------------------
 

@@ -610,9 +610,9 @@ def test_host_bound_reads_the_gpu_with_its_batch_already_there() -> None:
 
 
 def test_a_slower_step_beside_workers_that_barely_ran_is_not_theirs() -> None:
-    """slow-step: a one-second step on 2 cores, two workers that flip a tensor (1% of a core). A real
-    run whose step ran 1.2x slower than the synthetic one's read that as loading competing with the
-    step; workers that take 0.6% of the machine cannot add a sixth to the step."""
+    """slow-step: a one-second step on 2 cores, two workers that flip a tensor, on a CPU 0.6% of the
+    time. A real run whose step ran 1.2x slower than the synthetic one's read that as loading
+    competing with the step; workers that nearly never ran cannot add a sixth to the step."""
     real = dataclasses.replace(
         b.summary(wait=0.001, compute_ms=1200.0, busy=0.006, system=0.99), workers_cpu_percent=1.2
     )
@@ -620,5 +620,5 @@ def test_a_slower_step_beside_workers_that_barely_ran_is_not_theirs() -> None:
     v = decide(facts(real, synthetic))
     assert v.bottleneck is Bottleneck.COMPUTE
     assert not v.of(FindingKind.CONTENTION)
-    busy = dataclasses.replace(real, workers_cpu_percent=60.0)  # 30% of the machine: the slowdown is theirs
+    busy = dataclasses.replace(real, loader_busy_fraction=0.27)  # as Hugging Face's example: the slowdown is theirs
     assert decide(facts(busy, synthetic)).of(FindingKind.CONTENTION)
