@@ -36,7 +36,8 @@ def seen_runs(tmp_path: Path, script: Path) -> list[dict]:
         "--", "--seen", str(seen), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert [r["status"] for r in json.loads(done.stdout)["runs"]] == ["ok", "ok"]
+    statuses = [r["status"] for r in json.loads(done.stdout)["runs"]]  # a near-line pair is measured twice
+    assert len(statuses) in (2, 4) and set(statuses) == {"ok"}
     return [json.loads(line) for line in seen.read_text().splitlines()]
 
 
