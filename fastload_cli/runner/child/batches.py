@@ -9,7 +9,7 @@ import contextlib
 import copy
 import itertools
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 MAX_LEAVES = 64  # tensors walked per batch (sizes and bytes); deeper structures are truncated
@@ -139,37 +139,37 @@ def seed_everything() -> None:
 def copy_batch(batch: Any, tensors: bool = True) -> Any:
     """A fresh copy of a batch; tensors are cloned, pinned tensors stay pinned. With ``tensors``
     False only the containers are new: every tensor is the batch's own."""
-    if _is_tensor(batch):
-        if not tensors:
-            return batch
-        if is_pinned(batch):
-            torch = sys.modules["torch"]
-            return torch.empty(batch.shape, dtype=batch.dtype, pin_memory=True).copy_(batch)
-        return batch.clone()
-    if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
-        return batch
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(copy_batch(v, tensors) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(copy_batch(v, tensors) for v in batch)
-    if type(batch) is dict:
-        return {k: copy_batch(v, tensors) for k, v in batch.items()}
-    return copy.deepcopy(batch)
+    return rebuilt(batch, _cloned if tensors else lambda t: t)
 
 
 def to_cuda(batch: Any) -> Any:
-    """A copy of a batch with every tensor on the current CUDA device, the containers kept (as
-    ``copy_batch`` keeps them); what is not a tensor is copied as it is."""
+    """A copy of a batch with every tensor on the current CUDA device, the containers rebuilt as
+    ``copy_batch`` rebuilds them."""
+    torch = sys.modules["torch"]
+    device = torch.device("cuda", torch.cuda.current_device())
+    return rebuilt(batch, lambda t: t.to(device))
+
+
+def _cloned(tensor: Any) -> Any:
+    if is_pinned(tensor):
+        torch = sys.modules["torch"]
+        return torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True).copy_(tensor)
+    return tensor.clone()
+
+
+def rebuilt(batch: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``batch`` with new containers (tuples, namedtuples, lists, dicts) and ``leaf(tensor)`` in
+    place of each tensor; scalars and strings as they are, any other object deep-copied."""
     if _is_tensor(batch):
-        return batch.to(sys.modules["torch"].device("cuda", sys.modules["torch"].cuda.current_device()))
+        return leaf(batch)
     if isinstance(batch, (str, bytes, int, float, bool)) or batch is None:
         return batch
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(to_cuda(v) for v in batch))
+        return type(batch)(*(rebuilt(v, leaf) for v in batch))
     if isinstance(batch, (list, tuple)):
-        return type(batch)(to_cuda(v) for v in batch)
+        return type(batch)(rebuilt(v, leaf) for v in batch)
     if type(batch) is dict:
-        return {k: to_cuda(v) for k, v in batch.items()}
+        return {k: rebuilt(v, leaf) for k, v in batch.items()}
     return copy.deepcopy(batch)
 
 
