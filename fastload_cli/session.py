@@ -147,8 +147,7 @@ def run_sweep(runner: ModeRunner, limits: search.Limits, done: Outcome | None = 
 
 
 def run_steps(runner: ModeRunner, done: Outcome, next_step: Callable[[Outcome], search.Step | None]) -> Outcome:
-    """Each step ``next_step`` gives, asked after every step, until it gives none or a run is
-    interrupted; Ctrl-C between runs keeps the runs so far."""
+    """Each step ``next_step`` gives, until it gives none or a run is interrupted (Ctrl-C keeps the runs so far)."""
     outcome = done
     try:
         while (step := next_step(outcome)) is not None:
@@ -169,15 +168,16 @@ def search_state(runner: ModeRunner, outcome: Outcome) -> search.State:
 
 
 def run_step(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
-    """One step of the search: its settings in turn in one run of the script, or its one setting
-    in a run of its own (in place of the last run, when the step measures that again)."""
+    """One step of the search: its settings in turn in one run of the script, or its one setting in
+    a run of its own (in place of the last run where it measures that again; never stopped early where fixed)."""
     if step.in_process:
         return _in_process(runner, step, done)
     spec = step.specs[0]
     if step.note:
         runner.on_note(spec, step.note)
     outcome = done.without_last() if step.again else done
-    config = replace(runner.base.with_child(mode=spec, warmup=step.warmup), max_batches=step.max_batches)
+    base = replace(runner.base, fixed_batches=True) if step.fixed else runner.base
+    config = replace(base.with_child(mode=spec, warmup=step.warmup), max_batches=step.max_batches)
     run, summary = runner.measure(config, first=step.first)
     return replace(outcome.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
 

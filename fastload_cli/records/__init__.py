@@ -59,6 +59,7 @@ from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, RUN_I
 from fastload_cli.records.report import (
     INTERLEAVED,
     SEPARATE_RUNS,
+    WHOLE_EPOCHS,
     BatchInfo,
     Environment,
     Finding,
@@ -85,6 +86,7 @@ __all__ = [
     "SCHEMA",
     "SEPARATE_RUNS",
     "UNCHANGED",
+    "WHOLE_EPOCHS",
     "BatchInfo",
     "BatchLayout",
     "BatchRecord",

@@ -207,12 +207,16 @@ class SweepPoint:
     loader_busy_fraction: float | None = None
     rss_bytes: int | None = None
     startup_s: float | None = None
-    variant: str | None = None  # prefetch_factor / pin_memory overrides, when the sweep tried them
+    # prefetch_factor / pin_memory overrides, when the sweep tried them; or WHOLE_EPOCHS
+    variant: str | None = None
     runs: int = 1  # runs of this setting: throughput is their mean, spread covers their difference
     batches: int = 0  # batches measured (all its runs'): a longer run weighs more in their mean
     # measured after the script's first epoch (a warm-up of whole epochs), as is every setting
     # compared with one that was: the first epoch's workers can run slower than later epochs'
     after_first_epoch: bool = False
+
+
+WHOLE_EPOCHS = "whole epochs"  # the variant of a point measured over whole epochs, start-ups included
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fastload_cli.formatting import DASH, ms, num, pct, percent, secs, size, whole
-from fastload_cli.records import RunSummary, SweepPoint, SweepResult
+from fastload_cli.records import WHOLE_EPOCHS, RunSummary, SweepPoint, SweepResult
 
 CHART_WIDTH = 40  # characters of the longest throughput bar in a sweep
 AFTER_FIRST_EPOCH = (
@@ -36,11 +36,13 @@ def sweep_lines(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Rende
         "step p90",
     ):
         table.add_column(name, justify="right", no_wrap=True)
-    own = next((p for p in result.points if p.workers == result.current_workers and p.variant is None), None)
-    own_rate = own.throughput_samples_per_s if own is not None else None
     for point in result.points:
         run = next((r for r in reversed(runs) if r.mode == point.mode and r.variant == point.variant), None)
         rate = point.throughput_samples_per_s
+        # against the script's own setting measured alike: over whole epochs, or in a steady window
+        like = WHOLE_EPOCHS if point.variant == WHOLE_EPOCHS else None
+        own = next((p for p in result.points if p.workers == result.current_workers and p.variant == like), None)
+        own_rate = own.throughput_samples_per_s if own is not None else None
         spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
         guess = [num(predicted.get(point.workers))] if predicted else []
         table.add_row(

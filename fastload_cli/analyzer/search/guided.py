@@ -7,7 +7,9 @@ rises in steps, the first setting of each step instead): the search refines only
 measurements disagree with the prediction. An epoch too short for a steady window never caps
 it: such a setting is measured across whole epochs, each one's start-up and drain included, as
 training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
-end it. Then the best setting and the script's own are confirmed as in ``climb``.
+end it. Then the best setting and the script's own are confirmed as in ``climb``; where the loaders
+compete with the step, the script's own setting and fewer workers that the steady windows did not
+find slower are measured over whole epochs (``epochs``).
 
 Pure functions: ``step.next_step`` asks ``plan`` once the script's own setting is measured.
 """
@@ -18,6 +20,7 @@ import math
 from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.search.climb import NextSetting, confirmation
 from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import faster, plain, throughput, usable
@@ -42,7 +45,11 @@ def plan(
     for workers in _around(target, measured, limits, down):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
-    return NextSetting(confirmation(measured, limits, current), stopped)
+    again = confirmation(measured, limits, current)
+    whole = epochs.wanted(points, limits, current, down=down) if again is None else None
+    if whole is not None:
+        return NextSetting(whole, stopped, whole_epochs=True)
+    return NextSetting(again, stopped)
 
 
 def pending(

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.search import parts
+from fastload_cli.analyzer.search import epochs, parts
 from fastload_cli.analyzer.search.climb import climb
 from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import (
@@ -41,18 +41,21 @@ def conclude(
     chosen = min(near_best, key=lambda p: p.workers)
     knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
     base = measured.get(current) if current is not None else None
-    if base is not None and base.throughput_samples_per_s is None:
-        base = None
+    base = base if base is not None and base.throughput_samples_per_s is not None else None
     variant = _better_variant(points, chosen)
     top = variant or chosen
     significant = base is not None and beats(measured, top, base)
     spread = path_noise(measured, top, base) if base is not None else th.SWEEP_NOISE_FLOOR  # what top is held to
     held_back = _after_a_dip(measured, top, base)  # before top falls back to the script's own setting
+    gain = throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None
+    whole = epochs.decided(points, current) if base is not None else None
+    if whole is not None and (not significant or top.workers < (current or 0)):  # fewer workers: whole epochs
+        picked, significant = measured[whole.workers], whole.gain > 1 + whole.noise
+        chosen, variant, top, gain, spread = picked, None, picked, whole.gain, whole.noise
     if base is not None and not significant:
-        chosen, variant, top = base, None, base  # nothing measured beats the script's own setting
+        chosen, variant, top, gain = base, None, base, 1.0  # nothing measured beats the script's own setting
     stopped = _stopped(points, limits, curve)
-    # A limit cut the search short while the most workers measured were as fast as any (within the
-    # noise): returns had not ended yet, as far as anything measured shows.
+    # a limit cut the search while the most workers measured were as fast as any: returns had not ended
     highest = measured[max(measured)]
     rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
     result = SweepResult(
@@ -61,7 +64,7 @@ def conclude(
         best_workers=best.workers,
         recommended_workers=chosen.workers,
         recommended_variant=variant.variant if variant else None,
-        speedup=throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None,
+        speedup=gain,
         noise=spread,
         significant=significant,
         memory_cost_bytes=(
@@ -99,7 +102,11 @@ def conclusion(result: SweepResult) -> str:
             setting += f", {result.recommended_variant}"
         cost = result.memory_cost_bytes
         memory = f", {size(abs(cost))} {'more' if cost > 0 else 'less'} memory" if cost else ""
-        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{memory}."
+        whole = any(
+            p.variant == epochs.EPOCHS_VARIANT and p.workers == result.recommended_workers for p in result.points
+        )
+        over = " over whole epochs, each one's worker start-up included" if whole else ""
+        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{over}{memory}."
     if result.speedup is not None:
         return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
     return f"The highest throughput was measured at {result.best_workers} workers."
@@ -127,7 +134,9 @@ def _after_a_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPo
 
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
     """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
-    variants = usable(p for p in pooled(points) if p.variant is not None and p.workers == plain.workers)
+    variants = usable(
+        p for p in pooled(points) if p.variant not in (None, epochs.EPOCHS_VARIANT) and p.workers == plain.workers
+    )
     winner = max(variants, key=throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches, first_loader, primary_loader, step_slowdown
-from fastload_cli.analyzer.search import parts, predict
+from fastload_cli.analyzer.search import epochs, parts, predict
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.points import point
 from fastload_cli.analyzer.search.predict import Curve
@@ -120,7 +120,7 @@ def measured_points(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) 
     """The num_workers settings measured among ``runs``: the real run (the script's own setting)
     and every workers=N run, failed ones included (they end a climb)."""
     return parts.comparable(
-        replace(point(s), after_first_epoch=measured_after_first_epoch(r))
+        epochs.as_point(r, replace(point(s), after_first_epoch=measured_after_first_epoch(r)))
         for r, s in zip(runs, summaries, strict=True)
         if r.spec.mode in (Mode.REAL, Mode.WORKERS) and s.num_workers is not None
     )

@@ -12,6 +12,8 @@ In order:
    script where the loader allows it (in-process); otherwise each in a run of its own, after the
    first epoch once the search measures there (``after_first_epoch``). A setting measured
    again whose first run swung across its window (``points.swings``) gets a longer window.
+   Where the plan asks for it, the script's own setting and 0 workers each over whole epochs
+   (``epochs``), exactly the batches asked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches
-from fastload_cli.analyzer.search import climb, guided, parts
+from fastload_cli.analyzer.search import climb, epochs, guided, parts
 from fastload_cli.analyzer.search.climb import NextSetting
 from fastload_cli.analyzer.search.points import plain, swings
 from fastload_cli.analyzer.search.sizing import in_turn, sized, whole_epochs
@@ -31,6 +33,10 @@ from fastload_cli.records import Mode, ModeSpec
 AGAIN_AFTER_FIRST_EPOCH = "measuring again after the first epoch, like the settings it is compared with"
 AGAIN_LONGER = "its first run swung across its window: measuring again, over a longer window"
 AGAIN_IN_WHOLE_EPOCHS = "an epoch is too short for a steady window at this setting: measuring whole epochs"
+AGAIN_OVER_EPOCHS = (
+    "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
+    "{workers} workers over whole epochs, their start-ups included"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +50,7 @@ class Step:
     turns: tuple[tuple[int, int], ...] = ()
     first: bool = False  # the command's first run to measure: it must measure a batch
     again: bool = False  # measured again in place of the last run
+    fixed: bool = False  # exactly its batches: the run never stops early once its estimate is stable
     note: str = ""  # what the user is told before it runs
 
     @property
@@ -56,9 +63,12 @@ def next_step(state: State) -> Step | None:
     again = _again_in_whole_epochs(state)
     if again is not None:
         return again
-    workers = next_setting(state).workers
+    found = next_setting(state)
+    workers = found.workers
     if workers is None:
         return None
+    if found.whole_epochs:
+        return _over_epochs(state, workers)
     settings = in_process_settings(state, workers)
     if settings:
         return _in_turn(state, settings)
@@ -67,6 +77,14 @@ def next_step(state: State) -> Step | None:
     later = workers in parts.again_after_first_epoch(state.points)
     note = AGAIN_AFTER_FIRST_EPOCH if later else AGAIN_LONGER if longer else ""
     return single(state, spec, note=note, longer=longer)
+
+
+def _over_epochs(state: State, workers: int) -> Step:
+    """``workers`` over whole epochs after the first, each epoch's start-up included (``epochs``)."""
+    warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
+    note = AGAIN_OVER_EPOCHS.format(own=state.current, workers=workers)
+    spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
+    return Step(specs=(spec,), warmup=warmup, max_batches=batches, fixed=True, note=note)
 
 
 def _swung(state: State, workers: int) -> bool:

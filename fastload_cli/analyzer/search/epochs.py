@@ -1,0 +1,139 @@
+"""The script's own setting against fewer workers, over whole epochs, as training pays for them.
+
+A steady window leaves out each epoch's start: workers that do not persist start again every
+epoch, their first batches arrive at once while the step runs beside that burst, and the epoch
+ends draining. Over an epoch of a few seconds that can cost a tenth of it, which no steady window
+shows, while 0 workers (loading in the main process) pays none of it. So where the loaders compete
+with the step for the cores, advice to use fewer workers rests on whole epochs: the script's own
+setting, the fastest with fewer workers that the steady windows did not find slower, and 0
+workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first, and their rates
+over those epochs (start-ups, bursts, drains and steps, as training has them) decide: a setting
+with fewer workers is advised only where it beats the script's own by more than the larger of
+``SWEEP_NOISE_FLOOR`` and how far either run's epochs differ from each other.
+
+Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
+functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.metrics import epoch_batches, loader_batches, primary_loader
+from fastload_cli.analyzer.search.limits import Limits
+from fastload_cli.analyzer.search.points import beats, plain, throughput, usable
+from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
+from fastload_cli.records import Mode, RunResult, SweepPoint
+
+EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up of whole epochs
+EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
+NS = 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The setting with fewer workers that did best over whole epochs, against the script's own."""
+
+    workers: int
+    gain: float  # its rate over the script's own
+    noise: float  # what the gain must clear: the floor, or how far either run's epochs differ
+
+
+def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
+    """The settings to measure over whole epochs: the script's own, the fastest setting with fewer
+    workers that the steady windows did not find slower than it, and 0 workers where it is among
+    those; none unless the loaders compete with the step (``down``), their workers start again
+    every epoch, and an epoch is short enough for its start to matter yet leaves a steady window at
+    the script's setting."""
+    epoch = limits.epoch_batches
+    if not down or not current or limits.persistent_workers or limits.grid is not None or not epoch:
+        return []
+    if epoch > EPOCHS_MAX_BATCHES or limits.too_many(current) is not None:
+        return []
+    measured = plain(points)
+    own = measured.get(current)
+    if own is None or not throughput(own):
+        return []
+    fewer = [p for w, p in measured.items() if w < current and throughput(p) and not beats(measured, own, p)]
+    if not fewer:
+        return []
+    fastest = max(fewer, key=throughput).workers
+    return list(dict.fromkeys([current, fastest, *(p.workers for p in fewer if p.workers == 0)]))
+
+
+def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
+    """The next of ``candidates`` not yet measured over whole epochs, or None."""
+    done = {p.workers for p in points if p.variant == EPOCHS_VARIANT}
+    return next((w for w in candidates(points, limits, current, down=down) if w not in done), None)
+
+
+def sizes(limits: Limits, warmup: int) -> tuple[int, int]:
+    """Such a run's warm-up (whole epochs, at least one) and window (``EPOCHS_MEASURED`` epochs:
+    each is timed from the last batch of the one before to its own last batch)."""
+    epoch = limits.epoch_batches or 1
+    return -(-max(warmup, 1) // epoch) * epoch, EPOCHS_MEASURED * epoch
+
+
+def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
+    """``found``, the point of a workers=N run, as an ``EPOCHS_VARIANT`` point where the run was
+    sized by ``sizes``: the rate over its whole epochs, and half the range of each epoch's rate as
+    its spread (no rate where it measured fewer whole epochs than asked, the script ending first).
+    Not marked as measured after the first epoch: these points are compared with each other
+    alone, never with the steady windows of that part."""
+    epoch = epoch_batches(primary_loader(run)) if run.batches else None
+    window = run.requested_batches - run.warmup_batches
+    if run.spec.mode is not Mode.WORKERS or not epoch or run.warmup_batches % epoch or not run.warmup_batches:
+        return found
+    if window != EPOCHS_MEASURED * epoch:
+        return found
+    rates, total = epoch_rates(run, epoch)
+    whole = len(rates) >= EPOCHS_MEASURED and total is not None
+    middle = sorted(rates)[len(rates) // 2] if whole else 0.0
+    spread = (max(rates) - min(rates)) / 2 / middle if middle > 0 else None
+    return replace(
+        found,
+        variant=EPOCHS_VARIANT,
+        throughput_samples_per_s=total if whole else None,
+        spread=spread,
+        after_first_epoch=False,
+    )
+
+
+def epoch_rates(run: RunResult, epoch: int) -> tuple[list[float], float | None]:
+    """Each whole epoch after the warm-up: its samples over the time from the previous epoch's last
+    batch to its own (the step of that batch, the workers' shutdown and start-up, the burst, its
+    steps); and the rate over all of them together."""
+    batches = loader_batches(run)[: run.warmup_batches + EPOCHS_MEASURED * epoch]
+    epochs = [list(group) for _, group in itertools.groupby(batches, key=lambda b: b.iterator_id)]
+    lead = run.warmup_batches // epoch  # the warm-up's epochs: the last of them starts the pairs
+    rates, samples, seconds = [], 0, 0.0
+    for before, this in itertools.pairwise(epochs[lead - 1 :] if lead else []):
+        if len(this) != epoch or len(before) != epoch:
+            continue
+        span = (this[-1].wait_end_ns - before[-1].wait_end_ns) / NS
+        count = sum(b.samples for b in this)
+        if span > 0:
+            rates.append(count / span)
+            samples, seconds = samples + count, seconds + span
+    return rates, samples / seconds if seconds > 0 else None
+
+
+def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None:
+    """The setting with fewer workers that did best over whole epochs (the fewest within
+    ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike; None
+    where they were not measured so."""
+    found = {p.workers: p for p in usable(points) if p.variant == EPOCHS_VARIANT}
+    own = found.get(current) if current else None
+    fewer = [p for w, p in found.items() if current is not None and w < current and w in plain(points)]
+    if own is None or not fewer or not throughput(own):
+        return None
+    top = max(fewer, key=throughput)
+    chosen = min(
+        (p for p in fewer if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
+        key=lambda p: p.workers,
+    )
+    noise = max(th.SWEEP_NOISE_FLOOR, own.spread or 0.0, chosen.spread or 0.0)
+    return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)

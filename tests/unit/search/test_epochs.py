@@ -1,0 +1,141 @@
+"""The script's own setting against no workers over whole epochs: when the search asks for it, how
+a run's epochs are read, and what the sweep concludes from them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fastload_cli.analyzer.search import epochs, guided, outcome
+from fastload_cli.analyzer.search.limits import Limits
+from fastload_cli.analyzer.search.predict import Curve
+from fastload_cli.records import WHOLE_EPOCHS, RunResult, SweepPoint
+from tests.unit import builders as b
+from tests.unit.search.sweeps import GIB, pt
+
+SHORT = Limits(epoch_batches=32)  # an epoch of 32 batches: a few seconds, its start a notable share
+
+
+def twice(p: SweepPoint) -> SweepPoint:
+    return dataclasses.replace(p, runs=2)  # already confirmed: the search has nothing else to measure
+
+
+def undecided() -> list[SweepPoint]:
+    """The script's 2 workers and 0 workers within each other's noise in steady windows."""
+    return [twice(pt(2, 300.0, spread=0.15)), twice(pt(1, 290.0, spread=0.1)), twice(pt(0, 303.0, spread=0.1))]
+
+
+def test_the_own_setting_then_no_workers_are_measured_over_whole_epochs_where_steady_windows_cannot_tell() -> None:
+    points = undecided()
+    assert epochs.wanted(points, SHORT, 2, down=True) == 2
+    points.append(pt(2, 270.0, variant=WHOLE_EPOCHS))
+    assert epochs.wanted(points, SHORT, 2, down=True) == 0
+    points.append(pt(0, 300.0, variant=WHOLE_EPOCHS))
+    assert epochs.wanted(points, SHORT, 2, down=True) is None
+    curve = Curve(points=tuple((n, 300.0) for n in range(9)), best=2, limit="the cores")
+    found = guided.plan(undecided(), SHORT, 2, curve, down=True)
+    assert found.workers == 2 and found.whole_epochs
+
+
+@pytest.mark.parametrize(
+    ("limits", "down", "zero"),
+    [
+        (SHORT, False, 303.0),  # the loaders do not compete with the step
+        (dataclasses.replace(SHORT, persistent_workers=True), True, 303.0),  # workers start once
+        (Limits(epoch_batches=500), True, 303.0),  # a long epoch: its start is a small share of it
+        (Limits(), True, 303.0),  # an epoch of unknown length
+    ],
+)
+def test_nothing_is_measured_over_whole_epochs_elsewhere(limits: Limits, down: bool, zero: float) -> None:
+    points = [*undecided()[:2], twice(pt(0, zero, spread=0.1))]
+    assert epochs.wanted(points, limits, 2, down=down) is None
+
+
+def test_fewer_workers_are_measured_over_whole_epochs_unless_steady_windows_found_them_slower() -> None:
+    own = twice(pt(2, 300.0, spread=0.05))
+    slower = [own, twice(pt(1, 200.0, spread=0.05)), twice(pt(0, 200.0, spread=0.05))]
+    assert epochs.candidates(slower, SHORT, 2, down=True) == []
+    # a steady window's gain of fewer workers is verified too: the fastest of them, and 0 workers
+    faster = [own, twice(pt(1, 400.0, spread=0.05)), twice(pt(0, 330.0, spread=0.05))]
+    assert epochs.candidates(faster, SHORT, 2, down=True) == [2, 1, 0]
+    assert epochs.candidates([*faster[:2], twice(pt(0, 200.0, spread=0.05))], SHORT, 2, down=True) == [2, 1]
+
+
+def test_such_runs_are_sized_in_whole_epochs() -> None:
+    assert epochs.sizes(SHORT, warmup=5) == (32, 64)
+    assert epochs.sizes(SHORT, warmup=40) == (64, 64)
+
+
+def epochs_run(count: int, *, requested: int = 12, startup_ms: float = 300.0) -> RunResult:
+    """Epochs of 4 batches at 2 workers: each starts with a wait of ``startup_ms`` for its workers,
+    then steps of 100 ms with no wait."""
+    out, start = [], 0
+    for epoch in range(1, count + 1):
+        made = b.batches([startup_ms, 0.0, 0.0, 0.0], 100.0, iterator_id=epoch, start_ns=start)
+        out.extend(made)
+        start = made[-1].wait_end_ns + 100 * b.MS
+    found = b.run("workers=2", out, warmup=4, requested=requested)
+    loader = dataclasses.replace(b.loader(2), dataset_len=128)  # 4 batches of 32
+    return dataclasses.replace(found, loaders=(loader,))
+
+
+def test_a_run_over_whole_epochs_is_read_by_its_epochs_start_ups_included() -> None:
+    steady = pt(2, 320.0)  # what a steady window reads: 32 samples per 100 ms
+    found = epochs.as_point(epochs_run(3), steady)
+    # an epoch: the last step of the one before, its start-up and three more steps: 700 ms for 128 samples
+    assert found.variant == WHOLE_EPOCHS and not found.after_first_epoch
+    assert found.throughput_samples_per_s == pytest.approx(128 / 0.7)
+    assert found.spread == pytest.approx(0.0)
+
+
+def test_a_run_that_ended_before_its_epochs_has_no_rate_and_other_runs_are_left_alone() -> None:
+    short = epochs.as_point(epochs_run(2), pt(2, 320.0))
+    assert short.variant == WHOLE_EPOCHS and short.throughput_samples_per_s is None
+    steady = epochs.as_point(epochs_run(3, requested=10), pt(2, 320.0))
+    assert steady.variant is None and steady.throughput_samples_per_s == 320.0
+
+
+def test_no_workers_is_advised_where_it_beats_the_own_setting_over_whole_epochs() -> None:
+    points = [
+        *undecided(),
+        dataclasses.replace(pt(2, 270.0, spread=0.02, variant=WHOLE_EPOCHS), rss_bytes=2 * GIB),
+        dataclasses.replace(pt(0, 300.0, spread=0.03, variant=WHOLE_EPOCHS), rss_bytes=GIB),
+    ]
+    points[0] = dataclasses.replace(points[0], rss_bytes=2 * GIB)
+    points[2] = dataclasses.replace(points[2], rss_bytes=GIB)
+    found = outcome.conclude(points, 2, SHORT, cpu_count=2)
+    assert found is not None and found.significant and found.recommended_workers == 0
+    assert found.speedup == pytest.approx(300 / 270) and found.noise == pytest.approx(0.05)
+    assert found.memory_cost_bytes == -GIB
+    assert "over whole epochs" in found.conclusion
+
+
+def test_a_steady_windows_gain_of_fewer_workers_that_whole_epochs_do_not_show_is_not_advised() -> None:
+    # 1 worker read 1.24x in steady windows; over whole epochs it is no faster than the own setting
+    points = [
+        twice(pt(2, 276.0, spread=0.05)),
+        twice(pt(1, 342.0, spread=0.05)),
+        twice(pt(0, 303.0, spread=0.1)),
+        pt(2, 263.0, spread=0.03, variant=WHOLE_EPOCHS),
+        pt(1, 262.0, spread=0.03, variant=WHOLE_EPOCHS),
+        pt(0, 292.0, spread=0.04, variant=WHOLE_EPOCHS),
+    ]
+    found = outcome.conclude(points, 2, SHORT, cpu_count=2)
+    assert found is not None and found.significant and found.recommended_workers == 0
+    assert found.speedup == pytest.approx(292 / 263)
+    points[-1] = pt(0, 270.0, spread=0.04, variant=WHOLE_EPOCHS)  # 1.03x: inside the noise
+    found = outcome.conclude(points, 2, SHORT, cpu_count=2)
+    assert found is not None and not found.significant and found.recommended_workers == 2
+
+
+def test_a_gain_over_whole_epochs_inside_their_noise_keeps_the_own_setting() -> None:
+    for zero, spread in ((280.0, 0.01), (300.0, 0.12)):  # 1.04x against the floor; 1.11x against 12%
+        points = [
+            *undecided(),
+            pt(2, 270.0, spread=0.01, variant=WHOLE_EPOCHS),
+            pt(0, zero, spread=spread, variant=WHOLE_EPOCHS),
+        ]
+        found = outcome.conclude(points, 2, SHORT, cpu_count=2)
+        assert found is not None and not found.significant and found.recommended_workers == 2
+        assert found.conclusion.startswith("Keep num_workers=2")
