@@ -6,10 +6,11 @@ ends draining. Over an epoch of a few seconds that can cost a tenth of it, which
 shows, while 0 workers (loading in the main process) pays none of it. So where the loaders compete
 with the step for the cores, advice to use fewer workers rests on whole epochs: the script's own
 setting, the fastest with fewer workers that the steady windows did not find slower, and 0
-workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first, and their rates
-over those epochs (start-ups, bursts, drains and steps, as training has them) decide: a setting
-with fewer workers is advised only where it beats the script's own by more than the larger of
-``SWEEP_NOISE_FLOOR`` and how far either run's epochs differ from each other.
+workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first (0 workers and
+the script's own twice, alternated), and their rates over those epochs (start-ups, bursts,
+drains and steps, as training has them) decide: a setting with fewer workers is advised only
+where it beats the script's own by more than the larger of ``SWEEP_NOISE_FLOOR``, how far either
+setting's runs differ, and how far their epochs differ.
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -18,13 +19,14 @@ functions.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import epoch_batches, loader_batches, primary_loader
 from fastload_cli.analyzer.search.limits import Limits
-from fastload_cli.analyzer.search.points import beats, plain, throughput, usable
+from fastload_cli.analyzer.search.points import beats, plain, pooled, throughput, usable
 from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 
@@ -44,30 +46,38 @@ class Decided:
 
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
     """The settings to measure over whole epochs: the script's own, the fastest setting with fewer
-    workers that the steady windows did not find slower than it, and 0 workers where it is among
-    those; none unless the loaders compete with the step (``down``), their workers start again
-    every epoch, and an epoch is short enough for its start to matter yet leaves a steady window at
-    the script's setting."""
+    workers that the steady windows did not find slower than it, and 0 workers whatever they found
+    (a steady window leaves out exactly what 0 workers saves); none unless the loaders compete with
+    the step (``down``), their workers start again every epoch, and an epoch is short enough for its
+    start to matter yet leaves a steady window at the script's setting."""
     epoch = limits.epoch_batches
     if not down or not current or limits.persistent_workers or limits.grid is not None or not epoch:
         return []
     if epoch > EPOCHS_MAX_BATCHES or limits.too_many(current) is not None:
         return []
     measured = plain(points)
-    own = measured.get(current)
-    if own is None or not throughput(own):
+    own, none = measured.get(current), measured.get(0)
+    if own is None or none is None or not throughput(own) or not throughput(none):
         return []
-    fewer = [p for w, p in measured.items() if w < current and throughput(p) and not beats(measured, own, p)]
-    if not fewer:
-        return []
-    fastest = max(fewer, key=throughput).workers
-    return list(dict.fromkeys([current, fastest, *(p.workers for p in fewer if p.workers == 0)]))
+    fewer = [p for w, p in measured.items() if 0 < w < current and throughput(p) and not beats(measured, own, p)]
+    fastest = [max(fewer, key=throughput).workers] if fewer else []
+    return [current, *fastest, 0]
 
 
 def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
-    """The next of ``candidates`` not yet measured over whole epochs, or None."""
-    done = {p.workers for p in points if p.variant == EPOCHS_VARIANT}
-    return next((w for w in candidates(points, limits, current, down=down) if w not in done), None)
+    """The next setting to measure over whole epochs, or None: each of ``candidates`` once, then 0
+    workers and the script's own once more, in the reverse order (own, ..., 0, 0, own: a machine
+    that slows down steadily slows both alike on average), their runs pooled."""
+    found = candidates(points, limits, current, down=down)
+    if not found:
+        return None
+    left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
+    for workers in [*found, 0, found[0]]:
+        if left[workers]:
+            left[workers] -= 1
+        else:
+            return workers
+    return None
 
 
 def sizes(limits: Limits, warmup: int) -> tuple[int, int]:
@@ -125,7 +135,7 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
     """The setting with fewer workers that did best over whole epochs (the fewest within
     ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike; None
     where they were not measured so."""
-    found = {p.workers: p for p in usable(points) if p.variant == EPOCHS_VARIANT}
+    found = {p.workers: p for p in usable(pooled(points)) if p.variant == EPOCHS_VARIANT}
     own = found.get(current) if current else None
     fewer = [p for w, p in found.items() if current is not None and w < current and w in plain(points)]
     if own is None or not fewer or not throughput(own):

@@ -28,11 +28,12 @@ def undecided() -> list[SweepPoint]:
 
 def test_the_own_setting_then_no_workers_are_measured_over_whole_epochs_where_steady_windows_cannot_tell() -> None:
     points = undecided()
-    assert epochs.wanted(points, SHORT, 2, down=True) == 2
-    points.append(pt(2, 270.0, variant=WHOLE_EPOCHS))
-    assert epochs.wanted(points, SHORT, 2, down=True) == 0
-    points.append(pt(0, 300.0, variant=WHOLE_EPOCHS))
-    assert epochs.wanted(points, SHORT, 2, down=True) is None
+    asked = []
+    while (workers := epochs.wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 10:
+        asked.append(workers)
+        points.append(pt(workers, 280.0, variant=WHOLE_EPOCHS))
+    # the own setting, the fastest with fewer workers not found slower, 0; then 0 and the own again
+    assert asked == [2, 1, 0, 0, 2]
     curve = Curve(points=tuple((n, 300.0) for n in range(9)), best=2, limit="the cores")
     found = guided.plan(undecided(), SHORT, 2, curve, down=True)
     assert found.workers == 2 and found.whole_epochs
@@ -54,12 +55,29 @@ def test_nothing_is_measured_over_whole_epochs_elsewhere(limits: Limits, down: b
 
 def test_fewer_workers_are_measured_over_whole_epochs_unless_steady_windows_found_them_slower() -> None:
     own = twice(pt(2, 300.0, spread=0.05))
+    # 0 workers always: a steady window leaves out what it saves; 1 worker found slower is not
     slower = [own, twice(pt(1, 200.0, spread=0.05)), twice(pt(0, 200.0, spread=0.05))]
-    assert epochs.candidates(slower, SHORT, 2, down=True) == []
+    assert epochs.candidates(slower, SHORT, 2, down=True) == [2, 0]
     # a steady window's gain of fewer workers is verified too: the fastest of them, and 0 workers
     faster = [own, twice(pt(1, 400.0, spread=0.05)), twice(pt(0, 330.0, spread=0.05))]
     assert epochs.candidates(faster, SHORT, 2, down=True) == [2, 1, 0]
-    assert epochs.candidates([*faster[:2], twice(pt(0, 200.0, spread=0.05))], SHORT, 2, down=True) == [2, 1]
+    assert epochs.candidates(faster[:2], SHORT, 2, down=True) == []  # 0 workers not measured
+
+
+def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_the_noise() -> None:
+    points = [
+        *undecided(),
+        pt(2, 336.0, spread=0.03, variant=WHOLE_EPOCHS),
+        pt(0, 391.0, spread=0.03, variant=WHOLE_EPOCHS),
+        pt(0, 338.0, spread=0.11, variant=WHOLE_EPOCHS),
+        pt(2, 353.0, spread=0.05, variant=WHOLE_EPOCHS),
+    ]
+    found = epochs.decided(points, 2)
+    assert found is not None and found.workers == 0
+    assert found.gain == pytest.approx(((391 + 338) / 2) / ((336 + 353) / 2))
+    assert found.noise == pytest.approx(0.11)  # 0 workers' own epochs differ by more than its two runs
+    result = outcome.conclude(points, 2, SHORT, cpu_count=2)
+    assert result is not None and not result.significant and result.recommended_workers == 2
 
 
 def test_such_runs_are_sized_in_whole_epochs() -> None:
