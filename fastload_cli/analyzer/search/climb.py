@@ -32,7 +32,7 @@ from fastload_cli.records import SweepPoint
 class NextSetting:
     workers: int | None  # the next setting to measure; None: the sweep is complete
     stopped: str | None = None  # why the climb ended early, when a limit or a failure ended it
-    whole_epochs: bool = False  # measured over whole epochs, against 0 workers (``epochs``)
+    whole_epochs: bool = False  # measured over whole epochs, against the script's own setting (``epochs``)
 
 
 def ladder(max_workers: int) -> list[int]:

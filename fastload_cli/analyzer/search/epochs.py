@@ -41,7 +41,7 @@ class Decided:
 
     workers: int
     gain: float  # its rate over the script's own
-    noise: float  # what the gain must clear: the floor, or how far either run's epochs differ
+    noise: float  # what the gain must clear: the floor, or how far either setting's runs or epochs differ
 
 
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
@@ -69,8 +69,8 @@ def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *,
     workers and the script's own once more, in the reverse order (own, ..., 0, 0, own: a machine
     that slows down steadily slows both alike on average), their runs pooled."""
     found = candidates(points, limits, current, down=down)
-    if not found:
-        return None
+    if not found or any(p.throughput_samples_per_s is None for p in points):
+        return None  # a failed run ends the comparison, as it ends the search
     left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
     for workers in [*found, 0, found[0]]:
         if left[workers]:
@@ -93,7 +93,7 @@ def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
     its spread (no rate where it measured fewer whole epochs than asked, the script ending first).
     Not marked as measured after the first epoch: these points are compared with each other
     alone, never with the steady windows of that part."""
-    epoch = epoch_batches(primary_loader(run)) if run.batches else None
+    epoch = epoch_batches(primary_loader(run))
     window = run.requested_batches - run.warmup_batches
     if run.spec.mode is not Mode.WORKERS or not epoch or run.warmup_batches % epoch or not run.warmup_batches:
         return found

@@ -12,8 +12,8 @@ In order:
    script where the loader allows it (in-process); otherwise each in a run of its own, after the
    first epoch once the search measures there (``after_first_epoch``). A setting measured
    again whose first run swung across its window (``points.swings``) gets a longer window.
-   Where the plan asks for it, the script's own setting and 0 workers each over whole epochs
-   (``epochs``), exactly the batches asked.
+   Where the plan asks for it, the script's own setting or one with fewer workers over whole
+   epochs (``epochs``), exactly the batches asked.
 """
 
 from __future__ import annotations

@@ -64,6 +64,14 @@ def test_fewer_workers_are_measured_over_whole_epochs_unless_steady_windows_foun
     assert epochs.candidates(faster[:2], SHORT, 2, down=True) == []  # 0 workers not measured
 
 
+def test_a_failed_run_ends_the_comparison_over_whole_epochs() -> None:
+    points = [*undecided(), pt(2, 280.0, variant=WHOLE_EPOCHS), pt(1, None)]
+    assert epochs.wanted(points, SHORT, 2, down=True) is None
+    no_batches = dataclasses.replace(epochs_run(3), batches=())  # the loader was built, nothing delivered
+    found = epochs.as_point(no_batches, pt(2, None))
+    assert found.variant == WHOLE_EPOCHS and found.throughput_samples_per_s is None
+
+
 def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_the_noise() -> None:
     points = [
         *undecided(),
