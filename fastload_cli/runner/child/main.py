@@ -46,6 +46,8 @@ _INTERNAL_FILES = (__file__,)
 
 
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    if Stop.measured and not Stop.finished:  # another thread measured what the run was for
+        raise MeasurementDone
     if Stop.finished or Stop.asked:
         return
     Stop.asked = True

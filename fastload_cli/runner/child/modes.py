@@ -16,6 +16,7 @@ Only the stdlib (and torch, through the objects it patches) is used here.
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode, setting_location
+from fastload_cli.records.protocol import STOP_SIGNAL
 from fastload_cli.runner.child import breakdown, samples, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len, to_cuda
 from fastload_cli.runner.child.channel import Channel
@@ -42,9 +44,12 @@ class StopRun(BaseException):
 
 
 class Stop:
-    """Whether fastload asked the run to stop, and whether the script has already ended."""
+    """Whether fastload asked the run to stop, whether a thread other than the main one has
+    measured all the run was for (the main thread then ends it at the next stop signal), and
+    whether the script has already ended."""
 
     asked = False
+    measured = False
     finished = False
 
 
@@ -282,6 +287,12 @@ class BreakdownRun(Actuator):
         except Exception as exc:  # the dataset resisted being timed: say so
             fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
         self.channel.emit(EventKind.BREAKDOWN, loader_id=state.loader_id, **fields)
+        if threading.current_thread() is not threading.main_thread():
+            # A loader iterated in a background thread (a prefetcher): the main thread waits on a
+            # queue this thread will never fill, and a stop fastload sent may have been swallowed
+            # already (in a __del__). The main thread ends the run at a stop signal sent to it now.
+            Stop.measured = True
+            signal.pthread_kill(threading.main_thread().ident or 0, STOP_SIGNAL)
         raise MeasurementDone
 
 

@@ -115,3 +115,49 @@ def test_iterable_datasets_are_not_broken_down() -> None:
 
     fields = breakdown.measure(DataLoader(Stream(), batch_size=2), 4, torch)
     assert "IterableDataset" in fields["unavailable"]
+
+
+def test_a_breakdown_taken_in_a_background_thread_ends_the_run_in_the_main_thread(monkeypatch, tmp_path) -> None:
+    """A loader iterated in a background thread (a prefetcher) while the main thread waits on a
+    queue the thread will never fill: the main thread ends the run even where a stop fastload sent
+    before was swallowed (in a ``__del__``), instead of waiting forever."""
+    import os
+    import queue
+    import signal
+    import threading
+
+    from fastload_cli.records import ChildSpec
+    from fastload_cli.records.protocol import STOP_SIGNAL
+    from fastload_cli.runner.child import main as child_main
+    from fastload_cli.runner.child.channel import Channel
+    from fastload_cli.runner.child.modes import BreakdownRun, LoaderState, MeasurementDone, Stop
+
+    monkeypatch.setattr(Stop, "asked", True)  # the first stop was swallowed
+    monkeypatch.setattr(Stop, "measured", False)
+    monkeypatch.setattr(Stop, "finished", False)
+    previous = signal.signal(STOP_SIGNAL, child_main._on_stop_signal)
+    read, write = os.pipe()
+    run = BreakdownRun(spec=ChildSpec(), channel=Channel(write), timed=lambda *a, **k: None)
+    loader = DataLoader(Images(transform=v1.ToTensor()), batch_size=4)
+    handoff: queue.Queue = queue.Queue()
+    raised: list[BaseException] = []
+
+    def fill() -> None:
+        try:
+            run.start_epoch(loader, LoaderState(loader_id=1, collated=True), DataLoader.__iter__)
+        except BaseException as exc:  # the thread's own end, as a prefetcher would meet it
+            raised.append(exc)
+
+    ended: BaseException | None = None
+    try:
+        try:  # what the script's loop does: start its prefetcher, wait on its queue (30 s, then Empty)
+            threading.Thread(target=fill, daemon=True).start()
+            handoff.get(timeout=30)
+        except MeasurementDone as exc:
+            ended = exc
+    finally:
+        signal.signal(STOP_SIGNAL, previous)
+        os.close(read)
+        os.close(write)
+    assert isinstance(ended, MeasurementDone)
+    assert raised and isinstance(raised[0], MeasurementDone)
