@@ -137,7 +137,8 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
     where they were not measured so."""
     found = {p.workers: p for p in usable(pooled(points)) if p.variant == EPOCHS_VARIANT}
     own = found.get(current) if current else None
-    fewer = [p for w, p in found.items() if current is not None and w < current and w in plain(points)]
+    steady = plain(points)  # the settings the advice can name: measured in a steady window too
+    fewer = [p for w, p in found.items() if current is not None and w < current and w in steady]
     if own is None or not fewer or not throughput(own):
         return None
     top = max(fewer, key=throughput)
