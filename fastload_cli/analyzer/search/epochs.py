@@ -7,10 +7,11 @@ shows, while 0 workers (loading in the main process) pays none of it. So where t
 with the step for the cores, advice to use fewer workers rests on whole epochs: the script's own
 setting, the fastest with fewer workers that the steady windows did not find slower, and 0
 workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first (0 workers and
-the script's own twice, alternated), and their rates over those epochs (start-ups, bursts,
-drains and steps, as training has them) decide: a setting with fewer workers is advised only
-where it beats the script's own by more than the larger of ``SWEEP_NOISE_FLOOR``, how far either
-setting's runs differ, and how far their epochs differ.
+the script's own twice, alternated; a gain left inside the noise, its setting and the script's
+own twice more), and their rates over those epochs (start-ups, bursts, drains and steps, as
+training has them) decide: a setting with fewer workers is advised only where it beats the
+script's own by more than the larger of ``SWEEP_NOISE_FLOOR``, how far either setting's runs
+differ, and how far their epochs differ.
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -31,6 +32,7 @@ from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 
 EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up of whole epochs
+EPOCHS_MORE = 1  # rounds measured again where the first leaves a gain above the floor yet inside the noise
 EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
 NS = 1e9
 
@@ -67,17 +69,37 @@ def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None
 def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
     """The next setting to measure over whole epochs, or None: each of ``candidates`` once, then 0
     workers and the script's own once more, in the reverse order (own, ..., 0, 0, own: a machine
-    that slows down steadily slows both alike on average), their runs pooled."""
+    that slows down steadily slows both alike on average), and more where ``_order`` asks, their
+    runs pooled."""
     found = candidates(points, limits, current, down=down)
     if not found or any(p.throughput_samples_per_s is None for p in points):
         return None  # a failed run ends the comparison, as it ends the search
     left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
-    for workers in [*found, 0, found[0]]:
+    for workers in _order(points, found, current):
         if left[workers]:
             left[workers] -= 1
         else:
             return workers
     return None
+
+
+def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) -> list[int]:
+    """The settings ``wanted`` measures, in order: ``found``, then 0 workers and the script's own
+    again; where those runs leave the best of fewer workers ahead of the script's own by more than
+    ``SWEEP_NOISE_FLOOR`` but not by more than their noise, ``EPOCHS_MORE`` rounds of it and the
+    script's own more (own, it, it, own): a gain that runs told apart alone stands as measured, one
+    inside their noise is measured again before it is advised or dropped."""
+    order = [*found, 0, found[0]]
+    whole = [p for p in points if p.variant == EPOCHS_VARIANT]
+    for _ in range(EPOCHS_MORE):
+        if len(whole) < len(order):
+            break
+        seen = [p for p in points if p.variant != EPOCHS_VARIANT] + whole[: len(order)]
+        best = decided(seen, current)
+        if best is None or not 1 + th.SWEEP_NOISE_FLOOR < best.gain <= 1 + best.noise:
+            break
+        order += [found[0], best.workers, best.workers, found[0]]
+    return order
 
 
 def sizes(limits: Limits, warmup: int) -> tuple[int, int]:

@@ -88,6 +88,38 @@ def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_th
     assert result is not None and not result.significant and result.recommended_workers == 2
 
 
+def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> list[int]:
+    """The settings the search asks for over whole epochs, each run reading the next of its rates."""
+    points, asked = undecided(), []
+    while (workers := epochs.wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 20:
+        asked.append(workers)
+        rate = rates[workers].pop(0)
+        points.append(pt(workers, rate, spread=spread, variant=WHOLE_EPOCHS))
+    return asked
+
+
+def test_a_gain_of_fewer_workers_inside_the_noise_is_measured_again_once() -> None:
+    # 0 workers 8% ahead of the script's 2, their epochs ±10%: the own setting and 0 twice more
+    rates = {2: [300.0, 300.0, 300.0, 300.0], 1: [290.0], 0: [324.0, 324.0, 324.0, 324.0]}
+    assert asked_over_whole_epochs(rates, spread=0.10) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
+    # once only: the same gain left inside the noise after the second round is not measured further
+    rates = {2: [300.0] * 6, 1: [290.0], 0: [324.0] * 6}
+    assert len(asked_over_whole_epochs(rates, spread=0.10)) == 9
+
+
+@pytest.mark.parametrize(
+    ("zero", "spread"),
+    [
+        (360.0, 0.05),  # 20% ahead, beyond the noise: it stands as measured
+        (306.0, 0.10),  # 2% ahead: below the floor, no setting could be advised on it
+        (270.0, 0.10),  # slower
+    ],
+)
+def test_a_gain_told_apart_or_below_the_floor_is_not_measured_again(zero: float, spread: float) -> None:
+    rates = {2: [300.0, 300.0], 1: [290.0], 0: [zero, zero]}
+    assert asked_over_whole_epochs(rates, spread=spread) == [2, 1, 0, 0, 2]
+
+
 def test_such_runs_are_sized_in_whole_epochs() -> None:
     assert epochs.sizes(SHORT, warmup=5) == (32, 64)
     assert epochs.sizes(SHORT, warmup=40) == (64, 64)
