@@ -45,6 +45,11 @@ class Decided:
     gain: float  # its rate over the script's own
     noise: float  # what the gain must clear: the floor, or how far either setting's runs or epochs differ
 
+    @property
+    def told_apart(self) -> bool:
+        """The gain clears its noise: advice stands on it."""
+        return self.gain > 1 + self.noise
+
 
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
     """The settings to measure over whole epochs: the script's own, the fastest setting with fewer
@@ -96,7 +101,7 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) 
             break
         seen = [p for p in points if p.variant != EPOCHS_VARIANT] + whole[: len(order)]
         best = decided(seen, current)
-        if best is None or not 1 + th.SWEEP_NOISE_FLOOR < best.gain <= 1 + best.noise:
+        if best is None or best.told_apart or best.gain <= 1 + th.SWEEP_NOISE_FLOOR:
             break
         order += [found[0], best.workers, best.workers, found[0]]
     return order

@@ -50,7 +50,7 @@ def conclude(
     gain = throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None
     whole = epochs.decided(points, current) if base is not None else None
     if whole is not None and (not significant or top.workers < (current or 0)):  # fewer workers: whole epochs
-        picked, significant = measured[whole.workers], whole.gain > 1 + whole.noise
+        picked, significant = measured[whole.workers], whole.told_apart
         chosen, variant, top, gain, spread = picked, None, picked, whole.gain, whole.noise
     if base is not None and not significant:
         chosen, variant, top, gain = base, None, base, 1.0  # nothing measured beats the script's own setting
