@@ -24,7 +24,7 @@ from fastload_cli.analyzer.metrics import (
     workers_busy_fraction,
 )
 from fastload_cli.analyzer.pooled import pooled
-from fastload_cli.analyzer.recommendations import recommend
+from fastload_cli.analyzer.recommendations import advise
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
     CACHE_LOCATION,
@@ -83,7 +83,12 @@ def analyze(
         verdict = ranks.naming(verdict, lagging, ranks.freed(lagging, facts.real, one_rank, facts.noise))
     real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
     found = pathologies.detect(real, facts)
-    advised = recommend(facts, verdict, pathologies.advice(found, facts, verdict))
+    advised, without_gain = advise(facts, verdict, pathologies.advice(found, facts, verdict))
+    verdict = replace(
+        verdict,
+        evidence=(*verdict.evidence, *(line.sentence for line in without_gain)),
+        findings=(*verdict.findings, *without_gain),
+    )
     return Analysis(every, verdict, pathologies.priced_all(advised, real, facts), facts, lagging, found)
 
 

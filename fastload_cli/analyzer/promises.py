@@ -1,7 +1,8 @@
 """What a recommendation promises, held against what was measured: a steady-state gain as
 training can count on it (``promise``: over whole epochs, at the low edge of its runs' noise), a
 run with the fix applied (``verified``: at the low edge of its noise too), and the noise an
-estimate must clear (``inside_noise``) or a measured gain falls inside (``no_gain``)."""
+estimate must clear (``inside_noise``). A measured gain that its noise leaves at nothing is no
+advice: it is said as evidence (``no_gain``, ``tried_without_gain``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.advice import capped
 from fastload_cli.analyzer.facts import Facts, speedup
-from fastload_cli.records import Recommendation, RunSummary
+from fastload_cli.records import Finding, FindingKind, Recommendation, RunSummary
+
+# Measured at no gain by design: the step is the limit, and input work gains nothing. Its 1.00x is
+# the advice itself, not a promise that its runs failed to keep.
+NOTHING_TO_GAIN = frozenset({"step-is-the-limit"})
 
 
 def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float | None, str]:
@@ -19,7 +24,7 @@ def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float
     and the sentences that say how it was made: over whole epochs (``Facts.over_epochs``), then
     divided by the two runs' noise. Each run was measured once, on a machine that may be busy; what
     a user gets by following the advice is at least what survives that noise, and that is what is
-    promised."""
+    promised: at 1 or less, nothing (``no_gain``)."""
     whole = f.over_epochs(gain)
     if whole is None or whole <= 1:
         return whole, epochs_line(f)
@@ -27,7 +32,7 @@ def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float
     said = (
         f" The two runs it comes from are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
     )
-    return max(1.0, whole / (1 + noise)), epochs_line(f) + said
+    return whole / (1 + noise), epochs_line(f) + said
 
 
 def run_noise(spreads: float) -> float:
@@ -52,9 +57,24 @@ def epochs_line(f: Facts) -> str:
     return f" The gain given is over whole epochs: {what}, which this does not speed up."
 
 
-def no_gain(rec: Recommendation, f: Facts) -> bool:
-    """A run with the recommendation applied measured no gain beyond the noise: listed last."""
-    return rec.measured and rec.expected_speedup is not None and rec.expected_speedup < 1 + f.noise
+def no_gain(rec: Recommendation) -> bool:
+    """What the runs measured leaves ``rec`` no gain beyond their noise (its promise rounds to
+    1.00x or less, a slowdown included): not advice."""
+    gain = rec.expected_speedup
+    return rec.measured and gain is not None and round(gain, 2) <= 1 and rec.id not in NOTHING_TO_GAIN
+
+
+def tried_without_gain(rec: Recommendation) -> Finding:
+    """``rec``, measured without a gain beyond its runs' noise (``no_gain``), as a line of evidence."""
+    gain = rec.expected_speedup or 0.0
+    return Finding(
+        kind=FindingKind.NO_GAIN,
+        sentence=(
+            f"Measured, not advised: {rec.title[0].lower()}{rec.title[1:]} ({gain:.2f}x, "
+            "no gain beyond the noise of the runs that measured it)."
+        ),
+        values={"speedup": round(gain, 2)},
+    )
 
 
 def verified(rec: Recommendation, f: Facts) -> Recommendation:
@@ -72,7 +92,7 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     gain = tried.speedup
     if gain > 1:  # each run measured once: promised at the low edge of their noise
         noise = run_noise(tried.spread or 0.0)
-        gain = max(1.0, gain / (1 + noise))
+        gain = gain / (1 + noise)
         line += f" The two runs are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
     if rec.id == "persistent-workers" and rec.expected_speedup is not None:
         # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches

@@ -30,10 +30,10 @@ from fastload_cli.analyzer.device_rules import (
     uint8_transfer,
 )
 from fastload_cli.analyzer.facts import speedup
-from fastload_cli.analyzer.promises import inside_noise, no_gain, promise, verified
+from fastload_cli.analyzer.promises import inside_noise, no_gain, promise, tried_without_gain, verified
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct, size
-from fastload_cli.records import Bottleneck, FindingKind, Recommendation, RunSummary, Verdict
+from fastload_cli.records import Bottleneck, Finding, FindingKind, Recommendation, RunSummary, Verdict
 
 Rule = Callable[[Facts, Verdict], "Recommendation | None"]
 
@@ -402,13 +402,22 @@ RULES: tuple[Rule, ...] = (
 
 
 def recommend(f: Facts, v: Verdict, more: Sequence[Recommendation] = ()) -> tuple[Recommendation, ...]:
+    """The recommendations ``advise`` makes."""
+    return advise(f, v, more)[0]
+
+
+def advise(
+    f: Facts, v: Verdict, more: Sequence[Recommendation] = ()
+) -> tuple[tuple[Recommendation, ...], tuple[Finding, ...]]:
     """Every rule that fires, and ``more`` (a pathology's fix): a num_workers setting a sweep
-    measured first (a one-line change with a measured gain), then measured ones, then by expected gain."""
+    measured first (a one-line change with a measured gain), then measured ones, then by expected
+    gain; and, as evidence, those whose runs measured no gain beyond their noise (``no_gain``)."""
     fired = [rec for rule in RULES if (rec := rule(f, v)) is not None]
     found = [verified(rec, f) for rec in (*fired, *more)]
-    found = [rec for rec in found if not inside_noise(rec, f)]
+    kept = [rec for rec in found if not inside_noise(rec, f) and not no_gain(rec)]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
-    return tuple(sorted(found, key=lambda r: (r.id not in swept, no_gain(r, f), not r.measured, -_gain(r))))
+    ranked = tuple(sorted(kept, key=lambda r: (r.id not in swept, not r.measured, -_gain(r))))
+    return ranked, tuple(tried_without_gain(rec) for rec in found if no_gain(rec))
 
 
 def _a_trade(f: Facts) -> bool:

@@ -111,6 +111,7 @@ class FindingKind(enum.Enum):
     GPU_IDLE = "gpu-idle"  # the device idles even with free inputs
     TRANSFER = "transfer"  # the step with its batch already on the GPU against copied from the host
     SWEEP = "sweep"  # what a num_workers sweep measured
+    NO_GAIN = "no-gain"  # a measured recommendation whose runs leave it no gain beyond their noise
     STRAGGLER = "straggler"  # a data-parallel job's rank that holds the others back, and why
     STRAGGLER_FREED = "straggler-freed"  # what the job gained with the straggler's input pipeline free
 

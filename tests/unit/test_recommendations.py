@@ -179,6 +179,19 @@ def test_a_small_gain_for_much_more_memory_is_said_as_a_trade_and_not_put_first(
     assert rec.recommend(big, decide(big))[0].id == "increase-num-workers"  # a large gain still leads
 
 
+def test_storage_a_cached_run_gains_nothing_beyond_its_noise_from_is_evidence_not_advice() -> None:
+    # every sample in memory measured 1.15x: inside the two runs' ±20%, so no faster storage to advise
+    flat = dataclasses.replace(IO, cached=b.summary("cached", throughput=115.0))
+    advised, said = rec.advise(flat, decide(flat))
+    assert "faster-storage" not in {r.id for r in advised}
+    assert len(said) == 1 and said[0].sentence.startswith("Measured, not advised: read from faster storage")
+    assert "(0.96x, no gain beyond the noise" in said[0].sentence
+    real = dataclasses.replace(IO, cached=b.summary("cached", throughput=150.0))  # 1.5x: beyond it
+    advised, said = rec.advise(real, decide(real))
+    assert next(r for r in advised if r.id == "faster-storage").expected_speedup == pytest.approx(1.5 / 1.2)
+    assert said == ()
+
+
 def test_a_measured_worker_gain_is_promised_at_the_low_edge_of_the_sweeps_noise() -> None:
     # 28 workers measured 5.59x the script's own, with the settings' runs told apart to ±64%:
     # what training can count on is what that noise leaves of it
