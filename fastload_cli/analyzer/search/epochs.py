@@ -7,11 +7,12 @@ shows, while 0 workers (loading in the main process) pays none of it. So where t
 with the step for the cores, advice to use fewer workers rests on whole epochs: the script's own
 setting, the fastest with fewer workers that the steady windows did not find slower, and 0
 workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first (0 workers and
-the script's own twice, alternated; a gain left inside the noise, its setting and the script's
-own twice more), and their rates over those epochs (start-ups, bursts, drains and steps, as
-training has them) decide: a setting with fewer workers is advised only where it beats the
-script's own by more than the larger of ``SWEEP_NOISE_FLOOR``, how far either setting's runs
-differ, and how far their epochs differ.
+the script's own twice, alternated; where that cannot tell the best of them from the script's own
+yet leaves open a gain worth advising, both twice more), and their rates over those epochs
+(start-ups, bursts, drains and steps, as training has them) decide: a setting with fewer workers
+is advised only where it beats the script's own by more than the larger of ``SWEEP_NOISE_FLOOR``
+and a one-sided 90% bound on the difference of the two settings' mean rates, from how far their
+runs differ (``gain_noise``).
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -32,7 +33,11 @@ from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 
 EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up of whole epochs
-EPOCHS_MORE = 1  # rounds measured again where the first leaves a gain above the floor yet inside the noise
+EPOCHS_MORE = 1  # rounds measured again where the first cannot tell the two settings apart
+# One-sided 90% quantiles of Student's t by degrees of freedom (runs of both settings less 2); the
+# normal's beyond the table.
+T_90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372)
+Z_90 = 1.282
 EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
 NS = 1e9
 
@@ -43,12 +48,23 @@ class Decided:
 
     workers: int
     gain: float  # its rate over the script's own
-    noise: float  # what the gain must clear: the floor, or how far either setting's runs or epochs differ
+    bound: float  # how far above 1 chance alone could put the gain, by the runs (``gain_noise``)
+
+    @property
+    def noise(self) -> float:
+        """What the gain must clear: ``bound``, never less than ``SWEEP_NOISE_FLOOR``."""
+        return max(th.SWEEP_NOISE_FLOOR, self.bound)
 
     @property
     def told_apart(self) -> bool:
         """The gain clears its noise: advice stands on it."""
         return self.gain > 1 + self.noise
+
+    @property
+    def unresolved(self) -> bool:
+        """The runs do not tell the setting apart from the script's own, and leave open a gain that
+        would be advised (one above ``SWEEP_NOISE_FLOOR``): more runs could settle it."""
+        return not self.told_apart and self.gain + self.bound > 1 + th.SWEEP_NOISE_FLOOR
 
 
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
@@ -90,10 +106,10 @@ def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *,
 
 def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) -> list[int]:
     """The settings ``wanted`` measures, in order: ``found``, then 0 workers and the script's own
-    again; where those runs leave the best of fewer workers ahead of the script's own by more than
-    ``SWEEP_NOISE_FLOOR`` but not by more than their noise, ``EPOCHS_MORE`` rounds of it and the
-    script's own more (own, it, it, own): a gain that runs told apart alone stands as measured, one
-    inside their noise is measured again before it is advised or dropped."""
+    again; where those runs cannot tell the best of fewer workers from the script's own yet leave
+    open a gain worth advising (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more
+    (own, it, it, own): a difference the runs told apart stands as measured, one inside their noise
+    is measured again before it is advised or dropped."""
     order = [*found, 0, found[0]]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
     for _ in range(EPOCHS_MORE):
@@ -101,7 +117,7 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) 
             break
         seen = [p for p in points if p.variant != EPOCHS_VARIANT] + whole[: len(order)]
         best = decided(seen, current)
-        if best is None or best.told_apart or best.gain <= 1 + th.SWEEP_NOISE_FLOOR:
+        if best is None or not best.unresolved:
             break
         order += [found[0], best.workers, best.workers, found[0]]
     return order
@@ -173,5 +189,28 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
         (p for p in fewer if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
         key=lambda p: p.workers,
     )
-    noise = max(th.SWEEP_NOISE_FLOOR, own.spread or 0.0, chosen.spread or 0.0)
+    runs = [p for p in usable(points) if p.variant == EPOCHS_VARIANT]
+    noise = gain_noise(
+        [throughput(p) for p in runs if p.workers == current],
+        [throughput(p) for p in runs if p.workers == chosen.workers],
+    )
+    if noise is None:  # one run of each: how far each run's epochs differ is all there is
+        noise = max(own.spread or 0.0, chosen.spread or 0.0)
     return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)
+
+
+def gain_noise(own: Sequence[float], other: Sequence[float]) -> float | None:
+    """How far above 1 the ratio of ``other``'s mean rate to ``own``'s must be before it is more
+    than chance: a one-sided 90% bound on the difference of the means (Student's t, from how far
+    each setting's runs differ from their mean, pooled), as a share of ``own``'s mean. None with
+    fewer than three runs in all (nothing to tell the runs' spread from)."""
+    freedom = len(own) + len(other) - 2
+    if freedom < 1 or not own or not other:
+        return None
+    mean_own, mean_other = sum(own) / len(own), sum(other) / len(other)
+    if mean_own <= 0:
+        return None
+    squares = sum((r - mean_own) ** 2 for r in own) + sum((r - mean_other) ** 2 for r in other)
+    error = (squares / freedom * (1 / len(own) + 1 / len(other))) ** 0.5
+    t = T_90[freedom - 1] if freedom <= len(T_90) else Z_90
+    return t * error / mean_own

@@ -83,7 +83,10 @@ def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_th
     found = epochs.decided(points, 2)
     assert found is not None and found.workers == 0
     assert found.gain == pytest.approx(((391 + 338) / 2) / ((336 + 353) / 2))
-    assert found.noise == pytest.approx(0.11)  # 0 workers' own epochs differ by more than its two runs
+    # a one-sided 90% bound on the difference of the means, from how far each setting's runs differ:
+    # t(2 degrees of freedom) = 1.886 times its standard error, as a share of the script's own mean
+    error = ((8.5**2 * 2 + 26.5**2 * 2) / 2 * (1 / 2 + 1 / 2)) ** 0.5
+    assert found.noise == pytest.approx(1.886 * error / 344.5)
     result = outcome.conclude(points, 2, SHORT, cpu_count=2)
     assert result is not None and not result.significant and result.recommended_workers == 2
 
@@ -99,25 +102,40 @@ def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> lis
 
 
 def test_a_gain_of_fewer_workers_inside_the_noise_is_measured_again_once() -> None:
-    # 0 workers 8% ahead of the script's 2, their epochs ±10%: the own setting and 0 twice more
-    rates = {2: [300.0, 300.0, 300.0, 300.0], 1: [290.0], 0: [324.0, 324.0, 324.0, 324.0]}
-    assert asked_over_whole_epochs(rates, spread=0.10) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
-    # once only: the same gain left inside the noise after the second round is not measured further
-    rates = {2: [300.0] * 6, 1: [290.0], 0: [324.0] * 6}
-    assert len(asked_over_whole_epochs(rates, spread=0.10)) == 9
+    # 0 workers 9% ahead of the script's 2, their runs 10% apart: the own setting and 0 twice more
+    rates = {2: [300.0, 280.0, 300.0, 280.0], 1: [290.0], 0: [330.0, 300.0, 330.0, 300.0]}
+    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
+    # equal within 1%, the runs 20% apart: as open, measured again
+    rates = {2: [300.0, 240.0, 300.0, 240.0], 1: [200.0], 0: [270.0, 265.0, 270.0, 265.0]}
+    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
+    # once only: a gain left inside the noise after the second round is not measured further
+    rates = {2: [300.0, 240.0] * 3, 1: [200.0], 0: [300.0, 280.0] * 3}
+    assert len(asked_over_whole_epochs(rates, spread=0.0)) == 9
+
+
+def test_with_one_run_of_each_setting_their_epochs_spread_is_the_noise() -> None:
+    points = [
+        *undecided(),
+        pt(2, 300.0, spread=0.08, variant=WHOLE_EPOCHS),
+        pt(0, 320.0, spread=0.12, variant=WHOLE_EPOCHS),
+    ]
+    found = epochs.decided(points, 2)
+    assert found is not None and found.gain == pytest.approx(320 / 300) and found.noise == pytest.approx(0.12)
 
 
 @pytest.mark.parametrize(
-    ("zero", "spread"),
+    ("zero", "own"),
     [
-        (360.0, 0.05),  # 20% ahead, beyond the noise: it stands as measured
-        (306.0, 0.10),  # 2% ahead: below the floor, no setting could be advised on it
-        (270.0, 0.10),  # slower
+        ([360.0, 362.0], [300.0, 302.0]),  # 20% ahead, beyond the noise: it stands as measured
+        ([306.0, 308.0], [300.0, 302.0]),  # 2% ahead, the runs alike: no gain worth advising is left open
+        ([250.0, 252.0], [300.0, 302.0]),  # slower, beyond the noise
     ],
 )
-def test_a_gain_told_apart_or_below_the_floor_is_not_measured_again(zero: float, spread: float) -> None:
-    rates = {2: [300.0, 300.0], 1: [290.0], 0: [zero, zero]}
-    assert asked_over_whole_epochs(rates, spread=spread) == [2, 1, 0, 0, 2]
+def test_a_difference_told_apart_or_no_gain_left_open_is_not_measured_again(
+    zero: list[float], own: list[float]
+) -> None:
+    rates = {2: own, 1: [290.0], 0: zero}
+    assert asked_over_whole_epochs(rates, spread=0.10) == [2, 1, 0, 0, 2]
 
 
 def test_such_runs_are_sized_in_whole_epochs() -> None:
