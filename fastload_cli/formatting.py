@@ -98,3 +98,8 @@ def dims(kind: str | None, shape: tuple[int, ...]) -> str:
 def capitalised(text: str) -> str:
     """A sentence's first letter in upper case, the rest as it is."""
     return text[:1].upper() + text[1:]
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` of ``noun``, the noun in the plural unless there is one: ``1 worker``, ``0 workers``."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")

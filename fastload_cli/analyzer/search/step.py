@@ -28,6 +28,7 @@ from fastload_cli.analyzer.search.climb import NextSetting
 from fastload_cli.analyzer.search.points import plain, swings
 from fastload_cli.analyzer.search.sizing import in_turn, sized, whole_epochs
 from fastload_cli.analyzer.search.state import State
+from fastload_cli.formatting import counted
 from fastload_cli.records import Mode, ModeSpec
 
 AGAIN_AFTER_FIRST_EPOCH = "measuring again after the first epoch, like the settings it is compared with"
@@ -35,7 +36,7 @@ AGAIN_LONGER = "its first run swung across its window: measuring again, over a l
 AGAIN_IN_WHOLE_EPOCHS = "an epoch is too short for a steady window at this setting: measuring whole epochs"
 AGAIN_OVER_EPOCHS = (
     "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
-    "{workers} workers over whole epochs, their start-ups included"
+    "{workers} over whole epochs, their start-ups included"
 )
 
 
@@ -82,7 +83,7 @@ def next_step(state: State) -> Step | None:
 def _over_epochs(state: State, workers: int) -> Step:
     """``workers`` over whole epochs after the first, each epoch's start-up included (``epochs``)."""
     warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
-    note = AGAIN_OVER_EPOCHS.format(own=state.current, workers=workers)
+    note = AGAIN_OVER_EPOCHS.format(own=state.current, workers=counted(workers, "worker"))
     spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
     return Step(specs=(spec,), warmup=warmup, max_batches=batches, fixed=True, note=note)
 
