@@ -14,6 +14,7 @@ from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
+from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.config import AGAIN_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S
 from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
 
@@ -46,25 +47,26 @@ AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair me
 def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: float = 0.0) -> str | None:
     """Why the real and synthetic runs are measured again, or None: the ceiling is within the
     runs' noise of ``CEILING_COMPUTE_BOUND``, the line between a step that is the limit and loading
-    that costs part of the time, where one run's luck would decide the verdict. Once, and only
-    while the pair would end within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago):
-    the verdict then reads each mode's two runs pooled (``pooled``), their disagreement as noise."""
+    that costs part of the time, where one run's luck would decide the verdict; or the synthetic
+    run was slower than the real one beyond their noise (``broken_comparison``), which free inputs
+    cannot be and a machine whose other load changed between the runs can. Once, and only while
+    the pair would end within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago): the
+    verdict then reads each mode's two runs pooled (``pooled``), their disagreement as noise."""
     f = analysis.facts
     ceiling = f.ceiling
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)
-    if elapsed_s + pair_s > AGAIN_BUDGET_S:
+    if elapsed_s + pair_s > AGAIN_BUDGET_S or sum(r.spec.mode is Mode.REAL for r in done) != 1:
         return None
-    if (
-        ceiling is None
-        or f.restarts_dominate
-        or f.transfer_bound
-        or analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE
-    ):
+    if ceiling is None or f.restarts_dominate or f.transfer_bound:
         return None
-    if (
-        sum(r.spec.mode is Mode.REAL for r in done) != 1
-        or abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise
-    ):
+    if broken_comparison(f) is not None and not f.disturbed:  # a disturbed run was measured again already
+        return (
+            f"With free inputs (synthetic) training ran {ceiling:.2f}x as fast as the real run, which free inputs "
+            "cannot do: measuring real and synthetic again."
+        )
+    if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
+        return None
+    if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "

@@ -40,7 +40,7 @@ def _verdict(
 
 
 def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
-    broken = _broken_comparison(f)
+    broken = broken_comparison(f)
     if broken is not None:
         label = "Inconclusive: the comparison with free inputs was broken"
         verdict = _verdict(f, Bottleneck.INCONCLUSIVE, label, 0.0, [broken], (*caveats, broken.sentence))
@@ -51,7 +51,7 @@ def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
     return verdict
 
 
-def _broken_comparison(f: Facts) -> Finding | None:
+def broken_comparison(f: Facts) -> Finding | None:
     """Free inputs cannot slow training: a synthetic run slower than the real one beyond the runs'
     noise measured something else, most often other processes on the machine. None when the
     comparison holds."""

@@ -8,6 +8,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze, next_runs
 from fastload_cli.analyzer.pooled import pooled
+from fastload_cli.records import Bottleneck
 from tests.unit import builders as b
 
 
@@ -40,6 +41,20 @@ def test_a_ceiling_within_its_noise_of_the_compute_line_is_measured_again_once()
     slow = [dataclasses.replace(r, ended_ns=10 * 10**9) for r in runs]
     assert next_runs.measure_again(analyze(slow), slow, elapsed_s=15.0) is not None
     assert next_runs.measure_again(analyze(slow), slow, elapsed_s=25.0) is None
+
+
+def test_free_inputs_measured_slower_than_the_real_run_are_measured_again_once() -> None:
+    runs = near_line_runs(14.0)  # 0.72x: free inputs cannot slow training, the machine changed between runs
+    analysis = analyze(runs)
+    assert analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE
+    note = next_runs.measure_again(analysis, runs)
+    assert note is not None and "0.72x" in note and "measuring real and synthetic again" in note
+    twice = [*runs, *near_line_runs(9.0)]  # pooled: the second pair read 1.12x
+    assert analyze(twice).verdict.bottleneck is Bottleneck.COMPUTE
+    assert next_runs.measure_again(analyze(twice), twice) is None
+    broken_again = [*runs, *near_line_runs(14.0)]
+    assert analyze(broken_again).verdict.bottleneck is Bottleneck.INCONCLUSIVE
+    assert next_runs.measure_again(analyze(broken_again), broken_again) is None  # once only
 
 
 def test_the_verdict_reads_both_measurements_of_each_mode_pooled() -> None:
