@@ -83,7 +83,13 @@ def analyze(
         verdict = ranks.naming(verdict, lagging, ranks.freed(lagging, facts.real, one_rank, facts.noise))
     real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
     found = pathologies.detect(real, facts)
-    advised, without_gain = advise(facts, verdict, pathologies.advice(found, facts, verdict))
+    fixes = pathologies.advice(found, facts, verdict)
+    advised: tuple[Recommendation, ...] = tuple(fixes)
+    without_gain: tuple[Finding, ...] = ()
+    if real is None or real.status is not RunStatus.FAILED:
+        # Where the script failed, its rate, which every other recommendation is weighed against,
+        # is no rate (a few batches, then the error): a named pathology's fix is the advice, alone.
+        advised, without_gain = advise(facts, verdict, fixes)
     verdict = replace(
         verdict,
         evidence=(*verdict.evidence, *(line.sentence for line in without_gain)),

@@ -17,7 +17,7 @@ from fastload_cli.analyzer.failures import (
     killed_hint,
     timeout_hint,
 )
-from fastload_cli.records import RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import Bottleneck, RunResult, RunStatus, ScriptError, StopReason
 from fastload_cli.runner.stacks import main_thread_frames
 from tests.unit import builders as b
 
@@ -138,3 +138,18 @@ def test_a_no_aug_run_that_fails_with_stand_ins_in_place_blames_the_substitution
     )
     caveats = " ".join(analyze(_real_and_no_aug(failed)).verdict.caveats)
     assert "fastload's substitution" in caveats and "ColorJitter" in caveats
+
+
+def test_a_script_that_failed_is_advised_only_a_named_pathologys_fix() -> None:
+    # eight batches with long waits, the workers asleep, then the error: beside free inputs it reads
+    # as waiting on storage, yet no rate of the script was measured to weigh advice against
+    error = ScriptError(type_name="RuntimeError", message="received 0 items of ancdata", traceback="")
+    made = b.batches([80.0] * 8, 10.0)
+    samples = b.host_samples(made[-1].wait_end_ns, worker_cores=(0.02, 0.02), system_busy=0.2)
+    real = b.run(
+        "real", made, samples=samples, loaders=[b.loader(2)], status=RunStatus.FAILED, stop=StopReason.SCRIPT_RAISED
+    )
+    synthetic = b.run("synthetic", b.batches([0.1] * 40, 10.0), warmup=5, loaders=[b.loader(2)])
+    analysis = analyze([dataclasses.replace(real, error=error), synthetic])
+    assert analysis.verdict.bottleneck is Bottleneck.IO  # rules would fire on it: faster storage, more workers
+    assert analysis.recommendations == ()
