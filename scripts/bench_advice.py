@@ -66,7 +66,8 @@ def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, s
     or the warm ones, with ``options`` given to plain_epochs.py."""
     script = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *EPOCHS, *options]
     command = [*script, workers, str(case.script)]
-    done = subprocess.run([*command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
+    # in the case's own environment (a smaller /dev/shm, fewer open files), as its user runs it
+    done = subprocess.run([*case.prefix, *command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
     found = RATE.findall(done.stderr)
     if done.returncode != 0 or not found:
         raise Unfollowed(f"plain run of {case.name} ({' '.join(options) or workers}) failed: {done.stderr[-600:]}")
