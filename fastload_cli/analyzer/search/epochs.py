@@ -107,9 +107,9 @@ def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *,
 def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) -> list[int]:
     """The settings ``wanted`` measures, in order: ``found``, then 0 workers and the script's own
     again; where those runs cannot tell the best of fewer workers from the script's own yet leave
-    open a gain worth advising (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more
-    (own, it, it, own): a difference the runs told apart stands as measured, one inside their noise
-    is measured again before it is advised or dropped."""
+    open a gain worth advising (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the
+    script's own more (own, it, it, own): a difference the runs told apart stands as measured, one
+    inside their noise is measured again before it is advised or dropped."""
     order = [*found, 0, found[0]]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
     for _ in range(EPOCHS_MORE):
