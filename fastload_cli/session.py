@@ -170,14 +170,15 @@ def search_state(runner: ModeRunner, outcome: Outcome) -> search.State:
 def run_step(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
     """One step of the search: its settings in turn in one run of the script, or its one setting in
     a run of its own (in place of the last run where it measures that again; never stopped early where fixed)."""
+    if step.fixed:
+        runner = replace(runner, base=replace(runner.base, fixed_batches=True))
     if step.in_process:
         return _in_process(runner, step, done)
     spec = step.specs[0]
     if step.note:
         runner.on_note(spec, step.note)
     outcome = done.without_last() if step.again else done
-    base = replace(runner.base, fixed_batches=True) if step.fixed else runner.base
-    config = replace(base.with_child(mode=spec, warmup=step.warmup), max_batches=step.max_batches)
+    config = replace(runner.base.with_child(mode=spec, warmup=step.warmup), max_batches=step.max_batches)
     run, summary = runner.measure(config, first=step.first)
     return replace(outcome.adding(run, summary), interrupted=run.status is RunStatus.INTERRUPTED)
 
@@ -185,14 +186,12 @@ def run_step(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
 def _in_process(runner: ModeRunner, step: search.Step, done: Outcome) -> Outcome:
     """``step``'s settings measured in turn in one run of the script, each kept as its workers=N run."""
     mode = ModeSpec(mode=Mode.IN_PROCESS)
-    config = replace(
-        runner.base.with_child(mode=mode, warmup=step.warmup, turns=step.turns), max_batches=step.max_batches
-    )
-    run, _ = runner.measure(config, first=step.first)
-    found = runs_of(run)
-    outcome = done
-    for each in found:
-        outcome = outcome.adding(each, summarize(each))
+    if step.note:
+        runner.on_note(mode, step.note)
+    child = runner.base.with_child(mode=mode, warmup=step.warmup, turns=step.turns, turn_at_epochs=step.at_epochs)
+    run, _ = runner.measure(replace(child, max_batches=step.max_batches), first=step.first)
+    found = runs_of(run, at_epochs=step.at_epochs)
+    outcome = replace(done, runs=(*done.runs, *found), summaries=(*done.summaries, *map(summarize, found)))
     short = outcome.in_process_short or len(found) < len(step.turns)
     return replace(outcome, interrupted=run.status is RunStatus.INTERRUPTED, in_process_short=short)
 

@@ -185,6 +185,7 @@ class ChildSpec:
     cache_bytes: int = 0  # ... and the memory they may take at most (0: no bound)
     phase_batches: int = 0  # split: batches each pipeline takes in turn (after the warm-up)
     turns: tuple[tuple[int, int], ...] = ()  # in-process: (num_workers, batches) in turn, from the first batch
+    turn_at_epochs: bool = False  # in-process: a setting takes over only as an epoch starts
 
     def on_rank(self, rank: int | None) -> ChildSpec:
         """What this rank runs: the mode, or the script as it is where the mode applies on other

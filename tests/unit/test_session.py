@@ -154,7 +154,7 @@ def fake_pipeline(
             part = b.batches([step - 5.0] * n, 5.0, start_ns=start)
             marks.append(PhaseMark(loader_id=1, batch=len(batch_list), phase=f"workers={workers}"))
             batch_list += [dataclasses.replace(x, index=x.index + len(batch_list)) for x in part]
-        loader = b.loader(num_workers=config.child.turns[0][0])
+        loader = dataclasses.replace(b.loader(num_workers=config.child.turns[0][0]), batches_per_epoch=epoch)
         loader = dataclasses.replace(loader, original_num_workers=own_workers) if known else loader
         run = b.run("in-process", batch_list, loaders=[loader])
         return dataclasses.replace(run, warmup_batches=config.warmup, phases=tuple(marks))
@@ -227,6 +227,30 @@ def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkey
     result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None and result.recommended_workers == 8
     assert result.prediction_error == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_pair_of_settings_at_epochs_is_one_run_of_exactly_its_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pipeline(monkeypatch, epoch=20)
+    notes: list[str] = []
+    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, note: notes.append(note))
+    pair = search.Step(
+        specs=(ModeSpec(mode=Mode.WORKERS, workers=2), ModeSpec(mode=Mode.WORKERS, workers=0)),
+        warmup=20,
+        max_batches=40,
+        turns=((2, 40), (0, 20)),
+        fixed=True,
+        at_epochs=True,
+        note="an epoch of each",
+    )
+    outcome = session.run_step(runner, pair, session.Outcome())
+    (config,) = calls
+    assert config.child.turn_at_epochs and config.fixed_batches and config.settle is None
+    assert config.requested_batches == 60 and notes == ["an epoch of each"]
+    # each setting's run: one epoch after one of warm-up (the second's, the epoch before its turn)
+    assert [(r.label, r.warmup_batches, r.requested_batches) for r in outcome.runs] == [
+        ("workers=2", 20, 40),
+        ("workers=0", 20, 40),
+    ]
 
 
 def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,29 +88,38 @@ def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None
 
 
 def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
-    """The next setting to measure over whole epochs, or None: each of ``candidates`` once, then 0
-    workers and the script's own once more, in the reverse order (own, ..., 0, 0, own: a machine
-    that slows down steadily slows both alike on average), and more where ``_order`` asks, their
-    runs pooled."""
+    """The next setting to measure over whole epochs, or None: those of ``_order``, their runs
+    pooled."""
+    left = pending(points, limits, current, down=down)
+    return left[0] if left else None
+
+
+def pending(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
+    """The settings ``wanted`` asks for from now on, in order, before their runs could change
+    its course (what one run of the script can measure in turn, epoch by epoch)."""
     found = candidates(points, limits, current, down=down)
     if not found or any(p.throughput_samples_per_s is None for p in points):
-        return None  # a failed run ends the comparison, as it ends the search
+        return []  # a failed run ends the comparison, as it ends the search
     left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
+    rest = []
     for workers in _order(points, found, current):
         if left[workers]:
             left[workers] -= 1
         else:
-            return workers
-    return None
+            rest.append(workers)
+    return rest
 
 
 def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) -> list[int]:
-    """The settings ``wanted`` measures, in order: ``found``, then 0 workers and the script's own
-    again; where those runs cannot tell the best of fewer workers from the script's own yet leave
-    open a gain worth advising (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the
-    script's own more (own, it, it, own): a difference the runs told apart stands as measured, one
-    inside their noise is measured again before it is advised or dropped."""
-    order = [*found, 0, found[0]]
+    """The settings ``wanted`` measures, in order: for each of ``found`` with fewer workers, it and
+    the script's own in pairs, each pair's order reversed in the next (own, it, it, own: a machine
+    that slows down steadily slows both alike on average); where those runs cannot tell the best
+    of fewer workers from the script's own yet leave open a gain worth advising
+    (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more: a difference
+    the runs told apart stands as measured, one inside their noise is measured again before it is
+    advised or dropped."""
+    own = found[0]
+    order = [w for fewer in found[1:] for w in (own, fewer, fewer, own)]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
     for _ in range(EPOCHS_MORE):
         if len(whole) < len(order):
@@ -119,7 +128,7 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) 
         best = decided(seen, current)
         if best is None or not best.unresolved:
             break
-        order += [found[0], best.workers, best.workers, found[0]]
+        order += [own, best.workers, best.workers, own]
     return order
 
 
@@ -132,18 +141,19 @@ def sizes(limits: Limits, warmup: int) -> tuple[int, int]:
 
 def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
     """``found``, the point of a workers=N run, as an ``EPOCHS_VARIANT`` point where the run was
-    sized by ``sizes``: the rate over its whole epochs, and half the range of each epoch's rate as
-    its spread (no rate where it measured fewer whole epochs than asked, the script ending first).
-    Not marked as measured after the first epoch: these points are compared with each other
-    alone, never with the steady windows of that part."""
+    sized in whole epochs (``sizes``; a setting's turn at epochs, ``in_process.runs_of``, one
+    epoch after one): the rate over its whole epochs, and half the range of each epoch's
+    rate as its spread (no rate where it measured fewer whole epochs than asked, the script ending
+    first). Not marked as measured after the first epoch: these points are compared with each
+    other alone, never with the steady windows of that part."""
     epoch = epoch_batches(primary_loader(run))
     window = run.requested_batches - run.warmup_batches
     if run.spec.mode is not Mode.WORKERS or not epoch or run.warmup_batches % epoch or not run.warmup_batches:
         return found
-    if window != EPOCHS_MEASURED * epoch:
+    if window != (epoch if run.phases else EPOCHS_MEASURED * epoch):  # a setting's turn: one epoch
         return found
-    rates, total = epoch_rates(run, epoch)
-    whole = len(rates) >= EPOCHS_MEASURED and total is not None
+    rates, total = epoch_rates(run, epoch, window // epoch)
+    whole = len(rates) >= window // epoch and total is not None
     middle = sorted(rates)[len(rates) // 2] if whole else 0.0
     spread = (max(rates) - min(rates)) / 2 / middle if middle > 0 else None
     return replace(
@@ -155,11 +165,11 @@ def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
     )
 
 
-def epoch_rates(run: RunResult, epoch: int) -> tuple[list[float], float | None]:
-    """Each whole epoch after the warm-up: its samples over the time from the previous epoch's last
-    batch to its own (the step of that batch, the workers' shutdown and start-up, the burst, its
-    steps); and the rate over all of them together."""
-    batches = loader_batches(run)[: run.warmup_batches + EPOCHS_MEASURED * epoch]
+def epoch_rates(run: RunResult, epoch: int, count: int = EPOCHS_MEASURED) -> tuple[list[float], float | None]:
+    """Each of the ``count`` whole epochs after the warm-up: its samples over the time from the
+    previous epoch's last batch to its own (the step of that batch, the workers' shutdown and
+    start-up, the burst, its steps); and the rate over all of them together."""
+    batches = loader_batches(run)[: run.warmup_batches + count * epoch]
     epochs = [list(group) for _, group in itertools.groupby(batches, key=lambda b: b.iterator_id)]
     lead = run.warmup_batches // epoch  # the warm-up's epochs: the last of them starts the pairs
     rates, samples, seconds = [], 0, 0.0
@@ -167,10 +177,10 @@ def epoch_rates(run: RunResult, epoch: int) -> tuple[list[float], float | None]:
         if len(this) != epoch or len(before) != epoch:
             continue
         span = (this[-1].wait_end_ns - before[-1].wait_end_ns) / NS
-        count = sum(b.samples for b in this)
+        delivered = sum(b.samples for b in this)
         if span > 0:
-            rates.append(count / span)
-            samples, seconds = samples + count, seconds + span
+            rates.append(delivered / span)
+            samples, seconds = samples + delivered, seconds + span
     return rates, samples / seconds if seconds > 0 else None
 
 
@@ -189,14 +199,35 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
         (p for p in fewer if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
         key=lambda p: p.workers,
     )
-    runs = [p for p in usable(points) if p.variant == EPOCHS_VARIANT]
-    noise = gain_noise(
-        [throughput(p) for p in runs if p.workers == current],
-        [throughput(p) for p in runs if p.workers == chosen.workers],
-    )
+    runs = [p for p in points if p.variant == EPOCHS_VARIANT]
+    noise = paired_noise(runs, own.workers, chosen.workers)
+    if noise is None:
+        noise = gain_noise(
+            [throughput(p) for p in usable(runs) if p.workers == current],
+            [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
+        )
     if noise is None:  # one run of each: how far each run's epochs differ is all there is
         noise = max(own.spread or 0.0, chosen.spread or 0.0)
     return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)
+
+
+def paired_noise(runs: Sequence[SweepPoint], own: int, other: int) -> float | None:
+    """How far above 1 the gain of ``other`` over ``own`` must be before it is more than chance,
+    where their runs came in pairs (``_order`` measures in pairs: in one run of the script epoch
+    by epoch, or in runs back to back): a one-sided 90% bound on the mean of each pair's ratio
+    (Student's t, from how far those ratios differ). The machine's drift between pairs falls alike
+    on both of a pair and leaves the bound. None with fewer than two such pairs."""
+    ratios = []
+    for first, second in zip(runs[::2], runs[1::2], strict=False):
+        found = {p.workers: throughput(p) for p in (first, second)}
+        if found.keys() == {own, other} and found[own] > 0 and found[other] > 0:
+            ratios.append(found[other] / found[own])
+    if len(ratios) < 2:
+        return None
+    mean = sum(ratios) / len(ratios)
+    deviation = (sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1)) ** 0.5
+    t = T_90[len(ratios) - 2] if len(ratios) - 1 <= len(T_90) else Z_90
+    return t * deviation / len(ratios) ** 0.5
 
 
 def gain_noise(own: Sequence[float], other: Sequence[float]) -> float | None:

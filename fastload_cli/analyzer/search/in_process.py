@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import primary_loader_id, startup_burst
+from fastload_cli.analyzer.metrics import epoch_batches, primary_loader, primary_loader_id, startup_burst
 from fastload_cli.analyzer.settle import settled
 from fastload_cli.records import (
     BatchRecord,
@@ -30,20 +30,25 @@ from fastload_cli.records import (
 )
 
 
-def runs_of(run: RunResult) -> tuple[RunResult, ...]:
-    """One workers=N run per setting the in-process run measured, in order; none without marks."""
+def runs_of(run: RunResult, *, at_epochs: bool = False) -> tuple[RunResult, ...]:
+    """One workers=N run per setting the in-process run measured, in order; none without marks.
+    ``at_epochs``: the settings took over as epochs started (``ChildSpec.turn_at_epochs``), and
+    each later setting's run begins with the epoch before its own as its warm-up, as a run of its
+    own measured over whole epochs after one (``epochs.sizes``) begins."""
     marks, own = _marks(run)
     if not marks:
         return ()
+    lead = (epoch_batches(primary_loader(run)) or 0) if at_epochs else 0
     ends = [*(m.batch for m in marks[1:]), len(own)]
     found = []
     for position, (mark, end) in enumerate(zip(marks, ends, strict=True)):
-        mine = own[mark.batch : end]
-        if not mine:
+        start = max(0, mark.batch - lead)
+        mine = own[start:end]
+        if not mine or len(mine) <= mark.batch - start:
             continue
-        began = _began(own, mark, run.started_ns)
+        began = _began(own, start, run.started_ns)
         last = position == len(marks) - 1
-        found.append(_point(run, mark, mine, began, last))
+        found.append(_point(run, mark, mine, began, last, lead=mark.batch - start if at_epochs else None))
     return tuple(found)
 
 
@@ -54,7 +59,7 @@ def setting_settled(run: Streamed) -> bool:
     if not marks or len(own) <= marks[-1].batch:  # none in force, or nothing delivered under it yet
         return False
     mark = marks[-1]
-    return settled(_point(_as_run(run), mark, own[mark.batch :], _began(own, mark, 0), last=True))
+    return settled(_point(_as_run(run), mark, own[mark.batch :], _began(own, mark.batch, 0), last=True))
 
 
 def _marks(run: RunResult | Streamed) -> tuple[list[PhaseMark], list[BatchRecord]]:
@@ -80,11 +85,17 @@ def _as_run(run: Streamed) -> RunResult:
     )
 
 
-def _began(own: list[BatchRecord], mark: PhaseMark, started_ns: int) -> int:
-    return own[mark.batch - 1].wait_end_ns if mark.batch else started_ns
+def _began(own: list[BatchRecord], batch: int, started_ns: int) -> int:
+    """When the ``batch``-th batch (from 0) began to be waited for: as the one before it arrived."""
+    return own[batch - 1].wait_end_ns if batch else started_ns
 
 
-def _point(run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int, last: bool) -> RunResult:
+def _point(
+    run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int, last: bool, *, lead: int | None = None
+) -> RunResult:
+    """The workers=N run of ``mark``'s setting: its batches ``mine``. ``lead``, for a setting that
+    took over as an epoch started: how many of ``mine`` the setting before it loaded (the epoch
+    before, its warm-up; none for the first), and the run keeps its mark, moved to there."""
     spec = ModeSpec.parse(mark.phase)
     workers = spec.workers or 0
     ended = mine[-1].wait_end_ns
@@ -99,17 +110,18 @@ def _point(run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int,
     )
     iterators = tuple(it for it in run.iterators if began <= it.started_ns <= ended)
     burst = startup_burst(next((lo for lo in loaders if lo.loader_id == mark.loader_id), None))
+    warmup = lead if lead else max(burst, 1)
     return replace(
         run,
         spec=spec,
         status=run.status if last else RunStatus.OK,
-        stop_reason=run.stop_reason if last else _why_ended(mark, mine),
+        stop_reason=run.stop_reason if last else _why_ended(mark, mine[lead:]),
         requested_batches=len(mine),
-        warmup_batches=max(burst, 1) if mark.batch else run.warmup_batches,
+        warmup_batches=warmup if mark.batch else run.warmup_batches,
         started_ns=began,
         ended_ns=ended,
         loaders=loaders,
-        iterators=(took_over, *iterators) if mark.batch else run.iterators,
+        iterators=(iterators if lead else (took_over, *iterators)) if mark.batch else run.iterators,
         batches=tuple(b for b in run.batches if began < b.wait_end_ns <= ended),
         substitutions=tuple(
             replace(s, replacement=f"num_workers={workers}") if s.location == setting_location("num_workers") else s
@@ -117,7 +129,7 @@ def _point(run: RunResult, mark: PhaseMark, mine: list[BatchRecord], began: int,
         ),
         host_samples=tuple(s for s in run.host_samples if began <= s.t_ns <= ended),
         gpu_samples=tuple(s for s in run.gpu_samples if began <= s.t_ns <= ended),
-        phases=(),
+        phases=(replace(mark, batch=lead),) if lead is not None else (),
         profile=None,
     )
 

@@ -13,7 +13,9 @@ In order:
    first epoch once the search measures there (``after_first_epoch``). A setting measured
    again whose first run swung across its window (``points.swings``) gets a longer window.
    Where the plan asks for it, the script's own setting or one with fewer workers over whole
-   epochs (``epochs``), exactly the batches asked.
+   epochs (``epochs``), exactly the batches asked: the settings it asks for in turn, epoch by
+   epoch, in one run of the script where the loader allows it (so the machine's drift between
+   runs falls alike on each), each in a run of its own otherwise.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ AGAIN_OVER_EPOCHS = (
     "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
     "{workers} over whole epochs, their start-ups included"
 )
+IN_TURN_OVER_EPOCHS = (
+    "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
+    "an epoch with num_workers={first}, then one with {then}, in one run, their start-ups included"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +58,7 @@ class Step:
     first: bool = False  # the command's first run to measure: it must measure a batch
     again: bool = False  # measured again in place of the last run
     fixed: bool = False  # exactly its batches: the run never stops early once its estimate is stable
+    at_epochs: bool = False  # in turn: each setting takes over only as an epoch starts
     note: str = ""  # what the user is told before it runs
 
     @property
@@ -81,8 +88,24 @@ def next_step(state: State) -> Step | None:
 
 
 def _over_epochs(state: State, workers: int) -> Step:
-    """``workers`` over whole epochs after the first, each epoch's start-up included (``epochs``)."""
+    """``workers`` over whole epochs after the first, each epoch's start-up included (``epochs``):
+    where the plan asks for a pair of settings, an epoch of each in turn in one run of the script
+    (the pair then shares the machine's state, as runs a minute apart do not), unless this is a
+    data-parallel job or an in-process run gave fewer settings their turn than it asked; in a run
+    of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
     warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
+    pair = epochs.pending(state.points, state.limits, state.current, down=state.loaders_compete)[:2]
+    if len(set(pair)) == 2 and pair[0] == workers and not state.sizing.job and not state.in_process_short:
+        epoch = batches // epochs.EPOCHS_MEASURED
+        return Step(
+            specs=tuple(ModeSpec(mode=Mode.WORKERS, workers=w) for w in pair),
+            warmup=warmup,
+            max_batches=2 * epoch,
+            turns=((pair[0], warmup + epoch), (pair[1], epoch)),
+            fixed=True,
+            at_epochs=True,
+            note=IN_TURN_OVER_EPOCHS.format(own=state.current, first=pair[0], then=pair[1]),
+        )
     note = AGAIN_OVER_EPOCHS.format(own=state.current, workers=counted(workers, "worker"))
     spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
     return Step(specs=(spec,), warmup=warmup, max_batches=batches, fixed=True, note=note)

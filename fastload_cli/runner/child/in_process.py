@@ -9,6 +9,11 @@ takes over the rest of the epoch's indices; the loop keeps the iterator it has, 
 come from the new one until the epoch ends. Epochs begun later start with the setting in force.
 A PHASE event marks each setting's first batch and names its worker processes.
 
+Where the parent asks for turns at epochs (``ChildSpec.turn_at_epochs``: settings compared over
+whole epochs, each epoch's start-up included), a setting takes over only as an epoch starts, once
+the one in force has had its batches: every epoch is loaded by one setting, from its own
+``iter()``, as training with that setting loads it.
+
 Loaders with ``persistent_workers=True`` keep their iterator across epochs and are never
 switched (the parent does not ask for settings in turn there); nor are iterable datasets, whose position
 cannot be handed over.
@@ -65,8 +70,11 @@ class InProcessSettings(WorkersOverride):
         self._setting[loader_id] = self._began[loader_id] = self._delivered[loader_id] = 0
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
+        switched = self._at_epochs(state) and self._done(state, settled=False)
+        if switched:
+            self._next_setting(loader, state)
         iterator = original(loader)
-        if state.batches == 0 and state.loader_id in self._loaders:
+        if state.loader_id in self._loaders and (state.batches == 0 or switched):
             self._mark(state, iterator)
         return iterator
 
@@ -74,35 +82,45 @@ class InProcessSettings(WorkersOverride):
         source = getattr(iterator, "_fastload_source", None) or iterator
         batch = self.timed(epoch, produce, source, synthetic=False)
         state = epoch.loader
-        if state.loader_id in self._loaders and self._done(state):
+        if state.loader_id not in self._loaders:
+            return batch
+        self._delivered[state.loader_id] = state.batches
+        if not self.spec.turn_at_epochs and self._done(state, settled=True):
             self._switch(iterator, source, epoch, self._loaders[state.loader_id])
         return batch
 
-    def _done(self, state: LoaderState) -> bool:
-        """The setting in force has had its batches, or the parent found it settled; only the
-        training loader (the one that delivered the most, as the parent counts) switches, and
-        its last setting runs to the end."""
-        self._delivered[state.loader_id] = state.batches
+    def _at_epochs(self, state: LoaderState) -> bool:
+        """A later epoch of a loader that switches settings as its epochs start."""
+        return self.spec.turn_at_epochs and state.batches > 0 and state.loader_id in self._loaders
+
+    def _done(self, state: LoaderState, *, settled: bool) -> bool:
+        """The setting in force has had its batches, or (``settled``: mid-epoch turns) the parent
+        found it settled; only the training loader (the one that delivered the most, as the
+        parent counts) switches, and its last setting runs to the end."""
         at = self._setting[state.loader_id]
         if at == len(self.spec.turns) - 1 or state.batches < max(self._delivered.values()):
             return False
         if state.batches - self._began[state.loader_id] >= self.spec.turns[at][1]:
             return True
-        if _Next.asked:
+        if settled and _Next.asked:
             _Next.asked = False
             return True
         return False
 
-    def _switch(self, iterator: Any, source: Any, epoch: EpochState, loader: Any) -> None:
-        """The next setting takes over the rest of this epoch from ``source``."""
-        state = epoch.loader
+    def _next_setting(self, loader: Any, state: LoaderState) -> None:
+        """The loader's next setting in force, for the iterators built from now on."""
         self._setting[state.loader_id] += 1
         workers = self.spec.turns[self._setting[state.loader_id]][0]
-        rest = source._sampler_iter
-        stop_workers(source)
         loader.num_workers = workers
         if workers > 0 and loader.prefetch_factor is None:
             loader.prefetch_factor = DEFAULT_PREFETCH
+
+    def _switch(self, iterator: Any, source: Any, epoch: EpochState, loader: Any) -> None:
+        """The next setting takes over the rest of this epoch from ``source``."""
+        state = epoch.loader
+        rest = source._sampler_iter
+        stop_workers(source)
+        self._next_setting(loader, state)
         remaining = max(0, (safe_len(loader) or 0) - epoch.index)
         iterator._fastload_source = _iterator_over(loader, _Rest(rest, remaining))
         self._mark(state, iterator._fastload_source)

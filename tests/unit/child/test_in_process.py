@@ -23,9 +23,12 @@ class Numbers(Dataset):
         return torch.tensor(index)
 
 
-def run_epochs(settings: tuple[tuple[int, int], ...], epochs: int, nudge_at: int = -1) -> tuple[list, Events, Any]:
+def run_epochs(
+    settings: tuple[tuple[int, int], ...], epochs: int, nudge_at: int = -1, *, at_epochs: bool = False
+) -> tuple[list, Events, Any]:
     """The loop as a script writes it, with the sensor's calls made by hand; ``nudge_at``: the
-    parent says the setting in force settled after this many batches."""
+    parent says the setting in force settled after this many batches; ``at_epochs``: settings
+    take over only as epochs start."""
     events = Events()
 
     def timed(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
@@ -35,7 +38,9 @@ def run_epochs(settings: tuple[tuple[int, int], ...], epochs: int, nudge_at: int
         return batch
 
     actuator = points.InProcessSettings(
-        spec=ChildSpec(mode=ModeSpec(mode=Mode.IN_PROCESS), turns=settings), channel=events, timed=timed
+        spec=ChildSpec(mode=ModeSpec(mode=Mode.IN_PROCESS), turns=settings, turn_at_epochs=at_epochs),
+        channel=events,
+        timed=timed,
     )  # type: ignore[arg-type]
     arguments: dict[str, Any] = {"dataset": Numbers(), "batch_size": 4, "shuffle": True}
     actuator.before_init(arguments, loader_id=1)
@@ -78,6 +83,16 @@ def test_a_setting_hands_over_when_the_parent_says_it_settled() -> None:
     assert phases(events) == [(0, "workers=0", 0), (6, "workers=0", 0)]
     assert sorted(seen[0]) == list(range(40))  # without workers nothing was in hand to give up
     assert not points._Next.asked
+
+
+def test_with_turns_at_epochs_each_setting_takes_over_as_an_epoch_starts() -> None:
+    # 10 batches an epoch: 2 workers for the warm-up epoch and one more, then 0 for one, then 1;
+    # the parent saying a setting settled mid-epoch changes nothing
+    seen, events, loader = run_epochs(((2, 20), (0, 10), (1, 10)), epochs=5, nudge_at=25, at_epochs=True)
+    assert phases(events) == [(0, "workers=2", 2), (20, "workers=0", 0), (30, "workers=1", 1)]
+    assert all(sorted(epoch) == list(range(40)) for epoch in seen)  # every epoch whole, from its own iter()
+    assert loader.num_workers == 1 and loader.prefetch_factor == 2  # the last setting runs to the end
+    points._Next.asked = False  # the signal no mid-epoch turn took up
 
 
 def test_persistent_workers_are_never_switched() -> None:

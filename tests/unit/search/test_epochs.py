@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.search import epochs, guided, outcome
+from fastload_cli.analyzer.search import epochs, guided, outcome, step
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.predict import Curve
+from fastload_cli.analyzer.search.state import Sizing, State
 from fastload_cli.records import WHOLE_EPOCHS, RunResult, SweepPoint
 from tests.unit import builders as b
 from tests.unit.search.sweeps import GIB, pt
@@ -32,11 +33,46 @@ def test_the_own_setting_then_no_workers_are_measured_over_whole_epochs_where_st
     while (workers := epochs.wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 10:
         asked.append(workers)
         points.append(pt(workers, 280.0, variant=WHOLE_EPOCHS))
-    # the own setting, the fastest with fewer workers not found slower, 0; then 0 and the own again
-    assert asked == [2, 1, 0, 0, 2]
+    # the fastest with fewer workers not found slower, then 0, each in pairs with the own setting,
+    # each pair's order reversed in the next
+    assert asked == [2, 1, 1, 2, 2, 0, 0, 2]
     curve = Curve(points=tuple((n, 300.0) for n in range(9)), best=2, limit="the cores")
     found = guided.plan(undecided(), SHORT, 2, curve, down=True)
     assert found.workers == 2 and found.whole_epochs
+
+
+def over_whole_epochs(points: list[SweepPoint], **changes: object) -> step.Step | None:
+    """The search's next step where the loaders compete with the step and the prediction is verified."""
+    curve = Curve(points=tuple((n, 300.0) for n in range(9)), best=2, limit="the cores")
+    loader = dataclasses.replace(b.loader(2), dataset_len=32 * 32)
+    found = State(
+        points=tuple(points),
+        current=2,
+        loader=loader,
+        limits=SHORT,
+        prediction=curve,
+        cpu_count=2,
+        measured_any=True,
+        loaders_compete=True,
+    )
+    return step.next_step(dataclasses.replace(found, **changes))
+
+
+def test_a_pair_of_settings_takes_an_epoch_each_in_one_run_of_the_script() -> None:
+    found = over_whole_epochs(undecided())
+    # after a warm-up of one epoch, an epoch of the own setting, then one of the fastest with fewer
+    assert found is not None and found.at_epochs and found.fixed
+    assert found.turns == ((2, 32 + 32), (1, 32)) and found.warmup == 32 and found.max_batches == 64
+    measured = [*undecided(), pt(2, 280.0, variant=WHOLE_EPOCHS), pt(1, 290.0, variant=WHOLE_EPOCHS)]
+    after = over_whole_epochs(measured)
+    assert after is not None and after.turns == ((1, 64), (2, 32))  # the pair again, in the reverse order
+    # a data-parallel job, or a script whose run gave fewer settings their turn: a run of its own
+    for alone in (
+        over_whole_epochs(undecided(), sizing=Sizing(job=True)),
+        over_whole_epochs(undecided(), in_process_short=True),
+    ):
+        assert alone is not None and not alone.turns and alone.specs[0].workers == 2
+        assert (alone.warmup, alone.max_batches) == (32, 64)
 
 
 @pytest.mark.parametrize(
@@ -73,12 +109,13 @@ def test_a_failed_run_ends_the_comparison_over_whole_epochs() -> None:
 
 
 def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_the_noise() -> None:
+    # runs not measured in pairs (the own setting twice, then 0 twice): their means are compared
     points = [
         *undecided(),
         pt(2, 336.0, spread=0.03, variant=WHOLE_EPOCHS),
+        pt(2, 353.0, spread=0.05, variant=WHOLE_EPOCHS),
         pt(0, 391.0, spread=0.03, variant=WHOLE_EPOCHS),
         pt(0, 338.0, spread=0.11, variant=WHOLE_EPOCHS),
-        pt(2, 353.0, spread=0.05, variant=WHOLE_EPOCHS),
     ]
     found = epochs.decided(points, 2)
     assert found is not None and found.workers == 0
@@ -89,6 +126,22 @@ def test_runs_of_one_setting_over_whole_epochs_are_pooled_their_difference_in_th
     assert found.noise == pytest.approx(1.886 * error / 344.5)
     result = outcome.conclude(points, 2, SHORT, cpu_count=2)
     assert result is not None and not result.significant and result.recommended_workers == 2
+
+
+def test_runs_measured_in_pairs_are_told_apart_by_their_pairs_ratios() -> None:
+    # the machine ran 15% slower during the second pair; within each pair 0 workers is 8-10% ahead
+    rates = [(2, 300.0), (0, 330.0), (0, 280.0), (2, 256.0), (2, 301.0), (0, 327.0), (0, 290.0)]
+    points = [*undecided(), *(pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates)]
+    found = epochs.decided(points, 2)
+    ratios = [330 / 300, 280 / 256, 327 / 301]  # the fourth pair is not whole
+    mean = sum(ratios) / 3
+    deviation = (sum((r - mean) ** 2 for r in ratios) / 2) ** 0.5
+    assert found is not None and found.bound == pytest.approx(1.886 * deviation / 3**0.5)
+    assert found.told_apart  # the runs' means alone, 25 samples/s apart at 2 workers, would not be
+    unpaired = epochs.gain_noise([300.0, 256.0, 301.0], [330.0, 280.0, 327.0, 290.0])
+    assert unpaired is not None and found.gain < 1 + unpaired
+    # pairs of other settings are left out of this one's comparison
+    assert epochs.paired_noise([pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates], 2, 1) is None
 
 
 def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> list[int]:
@@ -102,15 +155,16 @@ def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> lis
 
 
 def test_a_gain_of_fewer_workers_inside_the_noise_is_measured_again_once() -> None:
-    # 0 workers 9% ahead of the script's 2, their runs 10% apart: the own setting and 0 twice more
-    rates = {2: [300.0, 280.0, 300.0, 280.0], 1: [290.0], 0: [330.0, 300.0, 330.0, 300.0]}
-    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
-    # equal within 1%, the runs 20% apart: as open, measured again
-    rates = {2: [300.0, 240.0, 300.0, 240.0], 1: [200.0], 0: [270.0, 265.0, 270.0, 265.0]}
-    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 0, 0, 2, 2, 0, 0, 2]
+    # 1 worker slower in both pairs; 0 workers 9% ahead in the first pair, 1% behind in the second:
+    # the own setting and 0 in two pairs more
+    rates = {2: [300.0, 300.0, 300.0, 300.0] * 2, 1: [250.0, 250.0], 0: [327.0, 297.0] * 3}
+    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 1, 2, 2, 0, 0, 2, 2, 0, 0, 2]
+    # equal within 1%, the pairs 20% apart: as open, measured again
+    rates = {2: [300.0, 300.0, 300.0, 240.0, 300.0, 240.0], 1: [200.0, 200.0], 0: [270.0, 265.0, 270.0, 265.0]}
+    assert asked_over_whole_epochs(rates, spread=0.0) == [2, 1, 1, 2, 2, 0, 0, 2, 2, 0, 0, 2]
     # once only: a gain left inside the noise after the second round is not measured further
-    rates = {2: [300.0, 240.0] * 3, 1: [200.0], 0: [300.0, 280.0] * 3}
-    assert len(asked_over_whole_epochs(rates, spread=0.0)) == 9
+    rates = {2: [300.0] * 12, 1: [200.0] * 2, 0: [327.0, 297.0] * 3}
+    assert len(asked_over_whole_epochs(rates, spread=0.0)) == 12
 
 
 def test_with_one_run_of_each_setting_their_epochs_spread_is_the_noise() -> None:
@@ -134,8 +188,8 @@ def test_with_one_run_of_each_setting_their_epochs_spread_is_the_noise() -> None
 def test_a_difference_told_apart_or_no_gain_left_open_is_not_measured_again(
     zero: list[float], own: list[float]
 ) -> None:
-    rates = {2: own, 1: [290.0], 0: zero}
-    assert asked_over_whole_epochs(rates, spread=0.10) == [2, 1, 0, 0, 2]
+    rates = {2: [300.0, 300.0, *own], 1: [200.0, 200.0], 0: zero}
+    assert asked_over_whole_epochs(rates, spread=0.10) == [2, 1, 1, 2, 2, 0, 0, 2]
 
 
 def test_such_runs_are_sized_in_whole_epochs() -> None:

@@ -9,10 +9,21 @@ import pytest
 
 from fastload_cli.analyzer import search
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.search import sizing, step
+from fastload_cli.analyzer.search import epochs, sizing, step
 from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
-from fastload_cli.records import Mode, ModeSpec, PhaseMark, RunResult, RunSummary, StopReason, Streamed, Substitution
+from fastload_cli.records import (
+    WHOLE_EPOCHS,
+    Mode,
+    ModeSpec,
+    PhaseMark,
+    RunResult,
+    RunSummary,
+    StopReason,
+    Streamed,
+    Substitution,
+)
 from tests.unit import builders as b
+from tests.unit.search.sweeps import pt
 
 
 def in_process_run() -> object:
@@ -46,6 +57,38 @@ def test_an_in_process_run_is_cut_into_one_workers_run_per_setting() -> None:
     assert a.throughput_batches_per_s == pytest.approx(25.0)  # 40 ms a batch
     assert c.throughput_batches_per_s == pytest.approx(50.0)  # 20 ms, the 8 slow ones left out
     assert c.startup_s == pytest.approx(0.100)
+
+
+def epochs_in_turn() -> RunResult:
+    """Epochs of 4 batches (100 ms steps): a warm-up epoch and one more at 2 workers (each epoch's
+    first batch waits 300 ms for its workers), then one at 0 workers (each batch waits 50 ms)."""
+    out, start = [], 0
+    for epoch, waits in enumerate(([300.0, 0, 0, 0], [300.0, 0, 0, 0], [50.0] * 4), start=1):
+        made = b.batches(waits, 100.0, iterator_id=epoch, start_ns=start)
+        out.extend(made)
+        start = made[-1].wait_end_ns + 100 * b.MS
+    loader = dataclasses.replace(b.loader(num_workers=2), dataset_len=128)
+    found = b.run("in-process", out, loaders=[loader], warmup=4, requested=12)
+    marks = (
+        PhaseMark(loader_id=1, batch=0, phase="workers=2", worker_pids=(11, 12), planned=8),
+        PhaseMark(loader_id=1, batch=8, phase="workers=0", planned=4),
+    )
+    return dataclasses.replace(found, phases=marks)
+
+
+def test_settings_in_turn_at_epochs_are_cut_into_runs_of_whole_epochs_after_one() -> None:
+    first, second = runs_of(epochs_in_turn(), at_epochs=True)
+    assert [first.label, second.label] == ["workers=2", "workers=0"]
+    # each is a run of one whole epoch after one: the second's warm-up is the epoch before its own
+    assert (first.warmup_batches, first.requested_batches) == (4, 8)
+    assert (second.warmup_batches, second.requested_batches) == (4, 8)
+    assert [b.iterator_id for b in second.batches] == [2] * 4 + [3] * 4
+    # each read over its epoch: the step before it, its start-up or waits, its steps
+    two = epochs.as_point(first, pt(2, 320.0))
+    none = epochs.as_point(second, pt(0, 213.0))
+    assert two.variant == none.variant == WHOLE_EPOCHS
+    assert two.throughput_samples_per_s == pytest.approx(128 / 0.7)
+    assert none.throughput_samples_per_s == pytest.approx(128 / 0.6)
 
 
 def test_a_run_without_marks_stands_for_no_setting() -> None:
