@@ -13,9 +13,9 @@ In order:
    first epoch once the search measures there (``after_first_epoch``). A setting measured
    again whose first run swung across its window (``points.swings``) gets a longer window.
    Where the plan asks for it, the script's own setting or one with fewer workers over whole
-   epochs (``epochs``), exactly the batches asked: the settings it asks for in turn, epoch by
-   epoch, in one run of the script where the loader allows it (so the machine's drift between
-   runs falls alike on each), each in a run of its own otherwise.
+   epochs (``epochs``), exactly the batches asked: a pair of them, an epoch each, in one run of
+   the script (so the machine's drift between runs falls alike on both), or one in a run of its
+   own (a data-parallel job, or after an in-process run that came up short).
 """
 
 from __future__ import annotations
