@@ -130,6 +130,16 @@ class Facts:
         return pair_noise(self.real, other)
 
     @property
+    def loaders_compete(self) -> bool:
+        """The workers keep up (on a CPU less than ``LOADER_IDLE`` of the time, nothing showing them
+        wait on storage) while every core is busy or the step slows beside them: the CPU they use is
+        the step's, and fewer workers may train faster, whatever cause the verdict names."""
+        busy = self.real.loader_busy_fraction if self.real is not None else None
+        if busy is None or not self.num_workers or busy > th.LOADER_IDLE or self.storage_evidence is not None:
+            return False
+        return self.cores_saturated or self.contended
+
+    @property
     def cores_saturated(self) -> bool:
         """Every core was busy in the real run: the one reading of it that every rule shares, so no
         recommendation asks for more parallel loading while a note says the cores are full."""

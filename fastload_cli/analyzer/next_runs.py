@@ -80,7 +80,8 @@ def why_not_sweep(analysis: Analysis) -> str | None:
     Workers that hand over batches cheaper to build than to hand over cost time by construction,
     a cost the comparison with free inputs barely resolves on a busy machine: fewer workers are
     measured whatever the verdict and however busy the cores are. So are they where the verdict
-    found the workers keeping up while they take the step's cores (``LOADERS_COMPETE``). Loading
+    found the workers keeping up while they take the step's cores (``Facts.loaders_compete``, whatever
+    cause the verdict names: augmentation, say). Loading
     that waits on storage or latency (``io``) is swept however busy the cores are too: its workers
     sleep, and more of them keep more reads in flight without a core of their own.
     """
@@ -91,12 +92,18 @@ def why_not_sweep(analysis: Analysis) -> str | None:
         return None
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
-    if analysis.verdict.of(FindingKind.LOADERS_COMPETE) or analysis.verdict.bottleneck is Bottleneck.IO:
+    if _compete(analysis) or analysis.verdict.bottleneck is Bottleneck.IO:
         return None
     if facts.cores_saturated:
         assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None
         return f"the cores were {100 * facts.real.system_cpu_busy_fraction:.0f}% busy: more workers cannot help"
     return None
+
+
+def _compete(analysis: Analysis) -> bool:
+    """The workers keep up while they take the step's cores: the verdict's cause, or beside the
+    cause it names (``Facts.loaders_compete``)."""
+    return bool(analysis.verdict.of(FindingKind.LOADERS_COMPETE)) or analysis.facts.loaders_compete
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +132,7 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
     cheap = facts.cheap_batches is not None
     if cheap:
         why = "Handing batches over from workers may cost more than building them"
-    elif analysis.verdict.of(FindingKind.LOADERS_COMPETE):
+    elif _compete(analysis):
         why = "The workers keep up but take the step's cores, so fewer may train faster"
     else:
         why = "Loading is the limit and the cores are not all busy"

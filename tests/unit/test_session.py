@@ -388,6 +388,16 @@ def test_diagnose_sweeps_workers_that_keep_up_but_take_the_steps_cores_however_b
     analysis = Analysis(summaries=(), verdict=verdict, recommendations=(), facts=competing)
     then = next_runs.after_modes(analysis, may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why and then.guided
+    # augmentation named the cause (no-aug 1.4x faster): the workers still take the step's cores
+    augmented = dataclasses.replace(competing, no_aug=b.summary("no-aug", throughput=140.0))
+    verdict = decide(augmented)
+    assert verdict.of(FindingKind.AUGMENTATION) and not verdict.of(FindingKind.LOADERS_COMPETE)
+    analysis = Analysis(summaries=(), verdict=verdict, recommendations=(), facts=augmented)
+    then = next_runs.after_modes(analysis, may_sweep=True, breakdown_asked=False)
+    assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why
+    # workers busy on a CPU most of the time: loading is the work, more of them cannot help on full cores
+    busy = dataclasses.replace(augmented, real=b.summary(wait=0.12, busy=0.7, system=0.97, compute_ms=17.0))
+    assert next_runs.why_not_sweep(Analysis(summaries=(), verdict=decide(busy), recommendations=(), facts=busy))
 
 
 def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:
