@@ -21,6 +21,7 @@ functions.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -200,34 +201,43 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
         key=lambda p: p.workers,
     )
     runs = [p for p in points if p.variant == EPOCHS_VARIANT]
-    noise = paired_noise(runs, own.workers, chosen.workers)
-    if noise is None:
-        noise = gain_noise(
-            [throughput(p) for p in usable(runs) if p.workers == current],
-            [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
-        )
+    pairs = paired(runs, own.workers, chosen.workers)
+    if pairs is not None:
+        return Decided(chosen.workers, *pairs)
+    noise = gain_noise(
+        [throughput(p) for p in usable(runs) if p.workers == current],
+        [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
+    )
     if noise is None:  # one run of each: how far each run's epochs differ is all there is
         noise = max(own.spread or 0.0, chosen.spread or 0.0)
     return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)
 
 
-def paired_noise(runs: Sequence[SweepPoint], own: int, other: int) -> float | None:
-    """How far above 1 the gain of ``other`` over ``own`` must be before it is more than chance,
-    where their runs came in pairs (``_order`` measures in pairs: in one run of the script epoch
-    by epoch, or in runs back to back): a one-sided 90% bound on the mean of each pair's ratio
-    (Student's t, from how far those ratios differ). The machine's drift between pairs falls alike
-    on both of a pair and leaves the bound. None with fewer than two such pairs."""
-    ratios = []
+def paired(runs: Sequence[SweepPoint], own: int, other: int) -> tuple[float, float] | None:
+    """The gain of ``other`` over ``own`` and how far above it chance alone could put it, where
+    their runs came in pairs (``_order`` measures them so: an epoch of each in one run of the
+    script, or runs back to back), the pair's order reversed in the next: None with fewer than
+    three such pairs, or all in one order.
+
+    Within a pair both settings share the machine's state, so the drift between pairs leaves the
+    comparison. What a pair's order adds (the second epoch of a pair pays the first's workers
+    shutting down, say) lifts the pairs of one order and lowers the other's alike: the gain is
+    the mean of the two orders' mean log-ratios, and the bound a one-sided 90% Student's t on it,
+    from how far the pairs differ from their order's mean."""
+    orders: dict[bool, list[float]] = {True: [], False: []}  # own first; other first
     for first, second in zip(runs[::2], runs[1::2], strict=False):
-        found = {p.workers: throughput(p) for p in (first, second)}
-        if found.keys() == {own, other} and found[own] > 0 and found[other] > 0:
-            ratios.append(found[other] / found[own])
-    if len(ratios) < 2:
+        rates = {p.workers: throughput(p) for p in (first, second)}
+        if rates.keys() == {own, other} and rates[own] > 0 and rates[other] > 0:
+            orders[first.workers == own].append(math.log(rates[other] / rates[own]))
+    a, b = orders[True], orders[False]
+    freedom = len(a) + len(b) - 2
+    if not a or not b or freedom < 1:
         return None
-    mean = sum(ratios) / len(ratios)
-    deviation = (sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1)) ** 0.5
-    t = T_90[len(ratios) - 2] if len(ratios) - 1 <= len(T_90) else Z_90
-    return t * deviation / len(ratios) ** 0.5
+    mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+    squares = sum((x - mean_a) ** 2 for x in a) + sum((x - mean_b) ** 2 for x in b)
+    error = (squares / freedom) ** 0.5 / 2 * (1 / len(a) + 1 / len(b)) ** 0.5
+    t = T_90[freedom - 1] if freedom <= len(T_90) else Z_90
+    return math.exp((mean_a + mean_b) / 2), math.expm1(t * error)
 
 
 def gain_noise(own: Sequence[float], other: Sequence[float]) -> float | None:
