@@ -2,7 +2,8 @@
 training can count on it (``promise``: over whole epochs, at the low edge of its runs' noise), a
 run with the fix applied (``verified``: at the low edge of its noise too), and the noise an
 estimate must clear (``inside_noise``). A measured gain that its noise leaves at nothing is no
-advice: it is said as evidence (``no_gain``, ``tried_without_gain``)."""
+advice: it is said as evidence (``no_gain``, ``tried_without_gain``), unless a named pathology
+advises it and its run read training faster (``held``)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,28 @@ def tried_without_gain(rec: Recommendation) -> Finding:
     )
 
 
+def read_faster(rec: Recommendation, f: Facts) -> bool:
+    """A run with ``rec``'s fix applied read training faster than the real run, whatever its noise."""
+    tried = _tried(rec, f)
+    return tried is not None and tried.speedup is not None and tried.speedup > 1
+
+
+def held(rec: Recommendation) -> Recommendation:
+    """A named pathology's fix that its run read faster (``read_faster``): the pathology's own
+    evidence advises it, so it stays advice where the runs' noise leaves no gain to promise, at
+    1.00x."""
+    if not no_gain(rec):
+        return rec
+    line = "The pathology it fixes is measured: it is advised on that evidence."
+    return replace(rec, expected_speedup=1.0, detail=f"{rec.detail}\n{line}")
+
+
+def _tried(rec: Recommendation, f: Facts) -> trials.FixResult | None:
+    """The run with ``rec``'s fix applied that measured a gain, if one ran."""
+    fix = trials.fix_for(rec.id, f.loader)
+    return next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
+
+
 def verified(rec: Recommendation, f: Facts) -> Recommendation:
     """``rec`` with the gain a run with its fix applied measured, when one ran (the cached run for
     decoded-sample caching); as it was otherwise."""
@@ -84,8 +107,7 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
         line = f"Measured: with every sample decoded into memory first (cached), training ran {cached:.2f}x as fast."
         gain, how = promise(f, capped(cached, f.ceiling), f.cached)  # steady states, as the ceiling: never above it
         return replace(rec, expected_speedup=gain, measured=True, detail=f"{rec.detail}\n{line}{how}")
-    fix = trials.fix_for(rec.id, f.loader)
-    tried = next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
+    tried = _tried(rec, f)
     if tried is None or tried.speedup is None:
         return rec
     line = f"Verified by a run with {tried.name} applied: {tried.reason}."

@@ -30,7 +30,15 @@ from fastload_cli.analyzer.device_rules import (
     uint8_transfer,
 )
 from fastload_cli.analyzer.facts import speedup
-from fastload_cli.analyzer.promises import inside_noise, no_gain, promise, tried_without_gain, verified
+from fastload_cli.analyzer.promises import (
+    held,
+    inside_noise,
+    no_gain,
+    promise,
+    read_faster,
+    tried_without_gain,
+    verified,
+)
 from fastload_cli.analyzer.verdict import Facts
 from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, Finding, FindingKind, Recommendation, RunSummary, Verdict
@@ -411,13 +419,15 @@ def advise(
 ) -> tuple[tuple[Recommendation, ...], tuple[Finding, ...]]:
     """Every rule that fires, and ``more`` (a pathology's fix): a num_workers setting a sweep
     measured first (a one-line change with a measured gain), then measured ones, then by expected
-    gain; and, as evidence, those whose runs measured no gain beyond their noise (``no_gain``)."""
+    gain; and, as evidence, those whose runs measured no gain beyond their noise (``no_gain``),
+    except a pathology's fix that its run read faster: the pathology advises it (``held``)."""
     fired = [rec for rule in RULES if (rec := rule(f, v)) is not None]
-    found = [verified(rec, f) for rec in (*fired, *more)]
-    kept = [rec for rec in found if not inside_noise(rec, f) and not no_gain(rec)]
+    named = {rec.id for rec in more if read_faster(rec, f)}  # a pathology's fix its run read faster
+    found = [held(fix) if fix.id in named else fix for fix in (verified(rec, f) for rec in (*fired, *more))]
+    kept = [rec for rec in found if not inside_noise(rec, f) and (rec.id in named or not no_gain(rec))]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
     ranked = tuple(sorted(kept, key=lambda r: (r.id not in swept, not r.measured, -_gain(r))))
-    return ranked, tuple(tried_without_gain(rec) for rec in found if no_gain(rec))
+    return ranked, tuple(tried_without_gain(rec) for rec in found if rec.id not in named and no_gain(rec))
 
 
 def _a_trade(f: Facts) -> bool:

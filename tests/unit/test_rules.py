@@ -19,6 +19,7 @@ from fastload_cli.records import (
     FindingKind,
     FixResult,
     FixSpec,
+    Recommendation,
     TensorLeaf,
 )
 from tests.unit import builders as b
@@ -434,6 +435,33 @@ def test_a_run_with_the_fix_applied_verifies_the_recommendation_and_one_without_
     compute = decide(facts(wait=0.01, synthetic=b.summary("synthetic", throughput=101.0)))
     assert compute.bottleneck is Bottleneck.COMPUTE
     assert trials.to_verify(compute, ["persistent-workers"], f.loader, False, ()) == ()
+
+
+def test_a_pathologys_fix_its_run_read_faster_stays_advice_however_wide_the_runs_noise() -> None:
+    # slow samples stall in-order delivery, so the real run's blocks swing: a run with in_order=False
+    # read training 1.99x as fast, but the two runs' windows spread ±139% between them
+    f = facts(busy=0.3)
+    fix = Recommendation(
+        id="deliver-out-of-order",
+        title="Let ready batches overtake slow ones",
+        detail="d",
+        expected_speedup=None,
+        measured=False,
+    )
+    wide = dataclasses.replace(tried("in-order", 1.99), spread=1.39)
+    ranked, said = rec.advise(dataclasses.replace(f, tried=(wide,)), decide(f), (fix,))
+    found = next(r for r in ranked if r.id == "deliver-out-of-order")
+    assert found.measured and found.expected_speedup == 1.0 and not said  # nothing left to promise, yet advice
+    assert "advised on that evidence" in found.detail
+    # read slower than the real run: evidence, not advice
+    ranked, said = rec.advise(dataclasses.replace(f, tried=(tried("in-order", 0.9),)), decide(f), (fix,))
+    assert "deliver-out-of-order" not in {r.id for r in ranked}
+    assert [s.kind for s in said] == [FindingKind.NO_GAIN]
+    # a rule's own advice whose run read it faster inside that noise is still evidence
+    swinging = dataclasses.replace(tried("persistent-workers", 1.99), spread=1.39)
+    flat = dataclasses.replace(f, epoch_startup_s=(40.0, 42.0), startup_busy=0.05, tried=(swinging,))
+    ranked, said = rec.advise(flat, decide(flat))
+    assert "persistent-workers" not in {r.id for r in ranked} and [s.kind for s in said] == [FindingKind.NO_GAIN]
 
 
 def test_whole_batch_advice_stays_when_the_ceiling_cannot_resolve_the_handoff() -> None:
