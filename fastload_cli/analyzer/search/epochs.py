@@ -4,14 +4,15 @@ A steady window leaves out each epoch's start: workers that do not persist start
 epoch, their first batches arrive at once while the step runs beside that burst, and the epoch
 ends draining. Over an epoch of a few seconds that can cost a tenth of it, which no steady window
 shows, while 0 workers (loading in the main process) pays none of it. So where the loaders compete
-with the step for the cores, advice to use fewer workers rests on whole epochs: the script's own
-setting, the fastest with fewer workers that the steady windows did not find slower, and 0
-workers are measured again over ``EPOCHS_MEASURED`` whole epochs after the first (0 workers and
-the script's own twice, alternated; where that cannot tell the best of them from the script's own
-yet leaves open a gain worth advising, both twice more), and their rates over those epochs
+with the step for the cores, advice to use fewer workers rests on whole epochs: the fastest
+setting with fewer workers that the steady windows did not find slower, and 0 workers, are each
+measured against the script's own in pairs, the order reversed in the next pair (``_order``: an
+epoch of each in one run of the script, ``step``; or runs of their own over ``EPOCHS_MEASURED``
+whole epochs after the first), and where that cannot tell the best of them from the script's own
+yet leaves open a gain worth advising, in two pairs more. Their rates over those epochs
 (start-ups, bursts, drains and steps, as training has them) decide: a setting with fewer workers
-is advised only where it beats the script's own by more than the larger of ``SWEEP_NOISE_FLOOR``
-and a one-sided 90% bound on the difference of the two settings' mean rates, from how far their
+is advised only where its gain exceeds the larger of ``SWEEP_NOISE_FLOOR`` and a one-sided 90%
+bound on it: from the pairs, their order taken out (``paired``), or from how far the two settings'
 runs differ (``gain_noise``).
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
