@@ -9,7 +9,7 @@ setting with fewer workers that the steady windows did not find slower, and 0 wo
 measured against the script's own in pairs, the order reversed in the next pair (``_order``: an
 epoch of each in one run of the script, ``step``; or runs of their own over ``EPOCHS_MEASURED``
 whole epochs after the first), and where that cannot tell the best of them from the script's own
-yet leaves open a gain worth advising, in two pairs more. Their rates over those epochs
+yet leaves open a gain worth advising, in two pairs more, up to twice. Their rates over those epochs
 (start-ups, bursts, drains and steps, as training has them) decide: a setting with fewer workers
 is advised only where its gain exceeds the larger of ``SWEEP_NOISE_FLOOR`` and a one-sided 90%
 bound on it: from the pairs, their order taken out (``paired``), or from how far the two settings'
@@ -35,7 +35,7 @@ from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 
 EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up of whole epochs
-EPOCHS_MORE = 1  # rounds measured again where the first cannot tell the two settings apart
+EPOCHS_MORE = 2  # rounds of two pairs more, at most, while the pairs cannot tell the settings apart
 # One-sided 90% quantiles of Student's t by degrees of freedom (runs of both settings less 2); the
 # normal's beyond the table.
 T_90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372)
