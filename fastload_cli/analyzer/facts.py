@@ -131,7 +131,7 @@ class Facts:
 
     @property
     def loaders_compete(self) -> bool:
-        """The workers keep up (on a CPU less than ``LOADER_IDLE`` of the time, nothing showing them
+        """The workers keep up (on a CPU at most ``LOADER_IDLE`` of the time, nothing showing them
         wait on storage) while every core is busy or the step slows beside them: the CPU they use is
         the step's, and fewer workers may train faster, whatever cause the verdict names."""
         busy = self.real.loader_busy_fraction if self.real is not None else None

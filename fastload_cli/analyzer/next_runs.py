@@ -79,11 +79,10 @@ def why_not_sweep(analysis: Analysis) -> str | None:
 
     Workers that hand over batches cheaper to build than to hand over cost time by construction,
     a cost the comparison with free inputs barely resolves on a busy machine: fewer workers are
-    measured whatever the verdict and however busy the cores are. So are they where the verdict
-    found the workers keeping up while they take the step's cores (``Facts.loaders_compete``, whatever
-    cause the verdict names: augmentation, say). Loading
-    that waits on storage or latency (``io``) is swept however busy the cores are too: its workers
-    sleep, and more of them keep more reads in flight without a core of their own.
+    measured whatever the verdict and however busy the cores are. So are they where the workers
+    keep up while they take the step's cores (``_compete``), whatever cause the verdict names.
+    Loading that waits on storage or latency (``io``) is swept however busy the cores are too: its
+    workers sleep, and more of them keep more reads in flight without a core of their own.
     """
     facts = analysis.facts
     if facts.restarts_dominate:

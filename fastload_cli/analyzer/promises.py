@@ -95,7 +95,7 @@ def held(rec: Recommendation) -> Recommendation:
 
 
 def _tried(rec: Recommendation, f: Facts) -> trials.FixResult | None:
-    """The run with ``rec``'s fix applied that measured a gain, if one ran."""
+    """The run with ``rec``'s fix applied that measured a speedup, if one ran."""
     fix = trials.fix_for(rec.id, f.loader)
     return next((t for t in f.tried if fix is not None and t.name == fix.text and t.speedup is not None), None)
 
