@@ -70,7 +70,7 @@ class InProcessSettings(WorkersOverride):
         self._setting[loader_id] = self._began[loader_id] = self._delivered[loader_id] = 0
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
-        switched = self._at_epochs(state) and self._done(state, settled=False)
+        switched = self._at_epochs(state) and self._done(state)
         if switched:
             self._next_setting(loader, state)
         iterator = original(loader)
@@ -85,7 +85,7 @@ class InProcessSettings(WorkersOverride):
         if state.loader_id not in self._loaders:
             return batch
         self._delivered[state.loader_id] = state.batches
-        if not self.spec.turn_at_epochs and self._done(state, settled=True):
+        if not self.spec.turn_at_epochs and self._done(state):
             self._switch(iterator, source, epoch, self._loaders[state.loader_id])
         return batch
 
@@ -93,16 +93,16 @@ class InProcessSettings(WorkersOverride):
         """A later epoch of a loader that switches settings as its epochs start."""
         return self.spec.turn_at_epochs and state.batches > 0 and state.loader_id in self._loaders
 
-    def _done(self, state: LoaderState, *, settled: bool) -> bool:
-        """The setting in force has had its batches, or (``settled``: mid-epoch turns) the parent
-        found it settled; only the training loader (the one that delivered the most, as the
-        parent counts) switches, and its last setting runs to the end."""
+    def _done(self, state: LoaderState) -> bool:
+        """The setting in force has had its batches, or (mid-epoch turns) the parent found it
+        settled; only the training loader (the one that delivered the most, as the parent
+        counts) switches, and its last setting runs to the end."""
         at = self._setting[state.loader_id]
         if at == len(self.spec.turns) - 1 or state.batches < max(self._delivered.values()):
             return False
         if state.batches - self._began[state.loader_id] >= self.spec.turns[at][1]:
             return True
-        if settled and _Next.asked:
+        if not self.spec.turn_at_epochs and _Next.asked:
             _Next.asked = False
             return True
         return False
