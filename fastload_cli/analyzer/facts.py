@@ -90,14 +90,35 @@ class Facts:
 
     @property
     def contended(self) -> bool:
-        """The step ran measurably slower beside the loaders than with free inputs: by
+        """The loaders measurably slow the step: it ran slower beside them than with free inputs by
         ``CONTENTION_SIGNIFICANT``, or by more than the runs' noise and the compute-bound line
-        (1.15x), the line a ceiling from the same two runs is held to."""
+        (1.15x), the line a ceiling from the same two runs is held to; or every core was busy and
+        the training process got its CPU back with free inputs (``step_starved``)."""
         c = self.contention
-        if not self.concurrent_loading or c is None:
+        if not self.concurrent_loading or c is None or self.loaders_nearly_idle:
             return False
         beyond_noise = max(th.CEILING_COMPUTE_BOUND, 1 + self.ceiling_noise)
-        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise) and not self.loaders_nearly_idle
+        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise) or self.step_starved
+
+    @property
+    def cpu_regained(self) -> float | None:
+        """How much more CPU the training process had with free inputs than beside the real input
+        pipeline (its CPU share over each run), or None without both."""
+        real, synthetic = self.real, self.synthetic
+        if real is None or synthetic is None or not real.main_cpu_percent or synthetic.main_cpu_percent is None:
+            return None
+        return synthetic.main_cpu_percent / real.main_cpu_percent
+
+    @property
+    def step_starved(self) -> bool:
+        """Every core was busy beside the loaders, the training process had at least
+        ``CPU_REGAINED_SIGNIFICANT`` more CPU with free inputs, and its step ran faster there: the
+        loaders took that CPU from the step. Read from CPU shares, which vary far less between runs
+        than the step's time, where the step's own slowdown stays inside its runs' noise."""
+        regained, c = self.cpu_regained, self.contention
+        if not self.concurrent_loading or not self.cores_saturated or regained is None or c is None:
+            return False
+        return regained >= th.CPU_REGAINED_SIGNIFICANT and c > 1 and not self.loaders_nearly_idle
 
     @property
     def loaders_nearly_idle(self) -> bool:

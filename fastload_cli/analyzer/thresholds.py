@@ -33,6 +33,12 @@ CEILING_BROKEN = 0.8
 # CPU-only machine this, not the wait, is how an input pipeline slows training. A smaller slowdown
 # counts too when it clears both the real and synthetic runs' noise and CEILING_COMPUTE_BOUND.
 CONTENTION_SIGNIFICANT = 1.3
+# With every core busy beside the loaders, the training process had this much more CPU with free
+# inputs than beside them: the loaders took that CPU from the step. A process's CPU share over a run
+# varies far less between runs than its step's median time (on Hugging Face's image-classification
+# shape, 1.18-1.21x across four pairs of runs whose steps differed 1.09-1.65x), so the line is the
+# compute-bound one, not the step's noise.
+CPU_REGAINED_SIGNIFICANT = CEILING_COMPUTE_BOUND
 # Loading processes on a CPU (or waiting for one) less than this share of the time cannot have
 # slowed the step: a slower step beside them is the step's own run-to-run variation.
 LOADER_NEARLY_IDLE = 0.05

@@ -295,12 +295,22 @@ def _sweep_floor_line(f: Facts) -> Finding | None:
 
 def _contention_line(f: Facts) -> Finding:
     assert f.real is not None and f.synthetic is not None and f.contention is not None
+    step = (
+        f"Outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
+        f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x)"
+    )
+    if f.step_starved and f.cpu_regained is not None:
+        assert f.real.main_cpu_percent is not None and f.synthetic.main_cpu_percent is not None
+        step = (
+            f"Every core was busy, and the training process was on a CPU {f.real.main_cpu_percent:.0f}% of the "
+            f"time beside the loaders but {f.synthetic.main_cpu_percent:.0f}% with free inputs "
+            f"({f.cpu_regained:.2f}x); {step[0].lower()}{step[1:]}"
+        )
     return found(
         FindingKind.CONTENTION,
-        f"Outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
-        f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x): loading takes CPU "
-        "from the training step itself, so the wait alone understates its cost.",
+        f"{step}: loading takes CPU from the training step itself, so the wait alone understates its cost.",
         contention=f.contention,
+        cpu_regained=f.cpu_regained,
     )
 
 

@@ -133,6 +133,30 @@ def test_a_step_slowed_beside_the_loaders_beyond_the_noise_is_not_called_noise()
     assert noisy.bottleneck is Bottleneck.COMPUTE and any("run-to-run noise" in line for line in noisy.evidence)
 
 
+def starved(main: float, synthetic_main: float, system: float = 0.997) -> Facts:
+    """Hugging Face's image-classification example on a noisier hour: the step ran 1.17x slower
+    beside two workers than with free inputs, inside runs that spread ±15% each; the training
+    process was on a CPU ``main`` percent of the time beside them, ``synthetic_main`` with free
+    inputs."""
+    facts = slowed(58.5, 0.15)
+    assert facts.real is not None and facts.synthetic is not None
+    real = dataclasses.replace(facts.real, main_cpu_percent=main, system_cpu_busy_fraction=system)
+    synthetic = dataclasses.replace(facts.synthetic, main_cpu_percent=synthetic_main, system_cpu_busy_fraction=1.0)
+    return dataclasses.replace(facts, real=real, synthetic=synthetic)
+
+
+def test_a_step_that_gets_its_cpu_back_with_free_inputs_on_full_cores_is_contended_inside_its_noise() -> None:
+    v = decide(starved(162.0, 196.0))
+    assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly input-bound")
+    (line,) = v.of(FindingKind.CONTENTION)
+    assert "162%" in line.sentence and "196%" in line.sentence and "1.21x" in line.sentence
+    assert not any("run-to-run noise" in text for text in v.evidence)
+    # the CPU it got back is inside the line, or the cores had room: the step's noise decides
+    for facts in (starved(185.0, 196.0), starved(162.0, 196.0, system=0.6)):
+        rest = decide(facts)
+        assert rest.bottleneck is Bottleneck.COMPUTE and not rest.of(FindingKind.CONTENTION)
+
+
 def test_a_ceiling_contradicted_by_the_wait_is_hedged() -> None:
     real = b.summary(wait=0.05, compute_ms=20.0, busy=0.95, workers=0)
     synthetic = b.summary("synthetic", throughput=200.0, compute_ms=20.0, workers=0)
