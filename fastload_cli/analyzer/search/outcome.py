@@ -51,7 +51,7 @@ def conclude(
     whole = epochs.decided(points, current) if base is not None else None
     if whole is not None and (not significant or top.workers < (current or 0)):  # fewer workers: whole epochs
         picked, significant = measured[whole.workers], whole.told_apart
-        chosen, variant, top, gain, spread = picked, None, picked, whole.gain, whole.noise
+        chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
     if base is not None and not significant:
         chosen, variant, top, gain = base, None, base, 1.0  # nothing measured beats the script's own setting
     stopped = _stopped(points, limits, curve)

@@ -280,3 +280,14 @@ def test_a_gain_over_whole_epochs_inside_their_noise_keeps_the_own_setting() -> 
         found = outcome.conclude(points, 2, SHORT, cpu_count=2)
         assert found is not None and not found.significant and found.recommended_workers == 2
         assert found.conclusion.startswith("Keep num_workers=2")
+
+
+def test_a_gain_after_a_slower_setting_that_whole_epochs_measured_again_carries_no_caveat() -> None:
+    # steady windows, once each: 0 workers 1.2x after 1 worker at 0.83x, which alone holds it back
+    points = [pt(2, 300.0, spread=0.05), pt(1, 250.0, spread=0.05), pt(0, 360.0, spread=0.05)]
+    assert outcome.conclude(points, 2, SHORT, cpu_count=2).caveats  # type: ignore[union-attr]
+    for zero, advised in ((320.0, 0), (272.0, 2)):  # whole epochs tell 0 apart, or keep the own setting
+        measured = [*points, pt(2, 270.0, spread=0.02, variant=WHOLE_EPOCHS)]
+        found = outcome.conclude([*measured, pt(0, zero, spread=0.02, variant=WHOLE_EPOCHS)], 2, SHORT, cpu_count=2)
+        assert found is not None and found.recommended_workers == advised
+        assert not any("measuring both again" in caveat for caveat in found.caveats)
