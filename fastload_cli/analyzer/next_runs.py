@@ -49,7 +49,9 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     runs' noise of ``CEILING_COMPUTE_BOUND``, the line between a step that is the limit and loading
     that costs part of the time, where one run's luck would decide the verdict; or the synthetic
     run was slower than the real one beyond their noise (``broken_comparison``), which free inputs
-    cannot be and a machine whose other load changed between the runs can. Once, and only while
+    cannot be and a machine whose other load changed between the runs can; or the ceiling reads
+    the step as the limit while the training process got its CPU back with free inputs on full
+    cores (``Facts.step_starved``): a machine that ran slower during the synthetic run reads so. Once, and only while
     the pair would end within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago): the
     verdict then reads each mode's two runs pooled (``pooled``), their disagreement as noise."""
     f = analysis.facts
@@ -66,6 +68,12 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None
+    if ceiling < th.CEILING_COMPUTE_BOUND and f.step_starved and f.cpu_regained is not None:
+        return (
+            f"The ceiling, {ceiling:.2f}x, reads the step as the limit, yet with free inputs the training process "
+            f"had {f.cpu_regained:.2f}x the CPU it had beside the loaders, every core busy: measuring real and "
+            "synthetic again."
+        )
     if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
         return None
     return (

@@ -57,6 +57,25 @@ def test_free_inputs_measured_slower_than_the_real_run_are_measured_again_once()
     assert next_runs.measure_again(analyze(broken_again), broken_again) is None  # once only
 
 
+def test_a_low_ceiling_beside_a_step_that_got_its_cpu_back_is_measured_again_once() -> None:
+    """Hugging Face's image-classification shape, with the synthetic run on a slow stretch of the
+    machine: 1.06x, yet the training process had 1.19x its CPU with free inputs, every core busy."""
+    runs = near_line_runs(9.5)
+    found = analyze(runs)
+    assert found.facts.ceiling is not None and found.facts.ceiling < 1.1
+    assert found.facts.real is not None and found.facts.synthetic is not None
+    real = dataclasses.replace(found.facts.real, main_cpu_percent=165.0, system_cpu_busy_fraction=1.0)
+    synthetic = dataclasses.replace(found.facts.synthetic, main_cpu_percent=197.0)
+    facts = dataclasses.replace(found.facts, real=real, synthetic=synthetic)
+    starved = dataclasses.replace(found, facts=facts)
+    note = next_runs.measure_again(starved, runs)
+    assert note is not None and "1.19x the CPU" in note and "measuring real and synthetic again" in note
+    assert next_runs.measure_again(starved, [*runs, *near_line_runs(9.5)]) is None  # once only
+    kept = dataclasses.replace(synthetic, main_cpu_percent=175.0)  # 1.06x the CPU: nothing contradicts it
+    uncontradicted = dataclasses.replace(found, facts=dataclasses.replace(facts, synthetic=kept))
+    assert next_runs.measure_again(uncontradicted, runs) is None
+
+
 def test_the_verdict_reads_both_measurements_of_each_mode_pooled() -> None:
     first = near_line_runs(9.0)  # 1.12x: compute-bound
     second = near_line_runs(6.0)  # 1.67x
