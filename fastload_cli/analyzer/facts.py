@@ -90,15 +90,18 @@ class Facts:
 
     @property
     def contended(self) -> bool:
-        """The loaders measurably slow the step: it ran slower beside them than with free inputs by
-        ``CONTENTION_SIGNIFICANT``, or by more than the runs' noise and the compute-bound line
-        (1.15x), the line a ceiling from the same two runs is held to; or every core was busy and
-        the training process got its CPU back with free inputs (``step_starved``)."""
+        """The loaders measurably slow the step: ``step_slowed``, or ``step_starved``."""
+        return self.step_slowed or self.step_starved
+
+    @property
+    def step_slowed(self) -> bool:
+        """The step ran slower beside the loaders than with free inputs by ``CONTENTION_SIGNIFICANT``,
+        or by more than the runs' noise and the compute-bound line (1.15x), the line a ceiling from
+        the same two runs is held to."""
         c = self.contention
         if not self.concurrent_loading or c is None or self.loaders_nearly_idle:
             return False
-        beyond_noise = max(th.CEILING_COMPUTE_BOUND, 1 + self.ceiling_noise)
-        return c >= min(th.CONTENTION_SIGNIFICANT, beyond_noise) or self.step_starved
+        return c >= min(th.CONTENTION_SIGNIFICANT, max(th.CEILING_COMPUTE_BOUND, 1 + self.ceiling_noise))
 
     @property
     def cpu_regained(self) -> float | None:
