@@ -409,11 +409,6 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def recommend(f: Facts, v: Verdict, more: Sequence[Recommendation] = ()) -> tuple[Recommendation, ...]:
-    """The recommendations ``advise`` makes."""
-    return advise(f, v, more)[0]
-
-
 def advise(
     f: Facts, v: Verdict, more: Sequence[Recommendation] = ()
 ) -> tuple[tuple[Recommendation, ...], tuple[Finding, ...]]:

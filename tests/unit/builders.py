@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.recommendations import advise
 from fastload_cli.records import (
     BatchRecord,
     ChildEnv,
@@ -15,6 +17,7 @@ from fastload_cli.records import (
     ModeSpec,
     ProcRole,
     ProcSample,
+    Recommendation,
     RunResult,
     RunStatus,
     RunSummary,
@@ -22,6 +25,7 @@ from fastload_cli.records import (
     Substitution,
     SweepResult,
     SystemSample,
+    Verdict,
 )
 
 MS = 1_000_000  # ns
@@ -249,3 +253,8 @@ def sweep_result(**changes: object) -> SweepResult:
         stopped=None,
     )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def recommended(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
+    """The recommendations ``advise`` makes on ``f`` and ``v``, without the evidence it adds."""
+    return advise(f, v)[0]

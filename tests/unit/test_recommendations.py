@@ -26,7 +26,7 @@ def facts(real, synthetic=None, no_aug=None, workers=2, cores=8, cuda=False) -> 
 
 
 def ids(f: Facts) -> list[str]:
-    return [r.id for r in rec.recommend(f, decide(f))]
+    return [r.id for r in b.recommended(f, decide(f))]
 
 
 CPU_IDLE_CORES = facts(b.summary(wait=0.5, busy=0.9, system=0.4), b.summary("synthetic", throughput=300.0))
@@ -110,18 +110,18 @@ def test_input_rules_silent_when_compute_bound() -> None:
 def test_expected_gains_never_exceed_the_ceiling(case: Facts) -> None:
     v = decide(case)
     assert v.speedup_ceiling is not None
-    for r in rec.recommend(case, v):
+    for r in b.recommended(case, v):
         assert r.expected_speedup is None or 1.0 <= r.expected_speedup <= v.speedup_ceiling
 
 
 def test_without_a_ceiling_gains_are_unknown() -> None:
     f = facts(b.summary(wait=0.5, busy=0.9, system=0.4))
-    for r in rec.recommend(f, decide(f)):
+    for r in b.recommended(f, decide(f)):
         assert r.expected_speedup is None
 
 
 def test_measured_recommendations_come_first() -> None:
-    found = rec.recommend(AUG, decide(AUG))
+    found = b.recommended(AUG, decide(AUG))
     assert found[0].measured is True
 
 
@@ -157,7 +157,7 @@ def swept(f: Facts, *, recommended: int, speedup: float, significant: bool, cost
 
 def test_a_sweep_that_measured_a_faster_setting_is_the_first_recommendation() -> None:
     f = swept(IO, recommended=16, speedup=5.0, significant=True, cost=2**30)
-    found = rec.recommend(f, decide(f))
+    found = b.recommended(f, decide(f))
     first = found[0]
     assert first.id == "increase-num-workers"
     assert first.measured
@@ -172,11 +172,11 @@ def test_a_small_gain_for_much_more_memory_is_said_as_a_trade_and_not_put_first(
     # beside a cached run (every sample in memory) that measured 1.5x
     cached = dataclasses.replace(IO, cached=b.summary("cached", throughput=150.0))
     f = swept(cached, recommended=8, speedup=1.09, significant=True, cost=int(3.9 * 2**30))
-    found = rec.recommend(f, decide(f))
+    found = b.recommended(f, decide(f))
     assert [r.id for r in found][:2] == ["faster-storage", "increase-num-workers"], [r.id for r in found]
     assert found[1].title == "Use num_workers=8 (now 2), for 3.9 GiB more memory"
     big = swept(cached, recommended=8, speedup=2.5, significant=True, cost=int(3.9 * 2**30))
-    assert rec.recommend(big, decide(big))[0].id == "increase-num-workers"  # a large gain still leads
+    assert b.recommended(big, decide(big))[0].id == "increase-num-workers"  # a large gain still leads
 
 
 def test_storage_a_cached_run_gains_nothing_beyond_its_noise_from_is_evidence_not_advice() -> None:

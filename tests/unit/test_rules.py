@@ -116,7 +116,7 @@ def test_whole_batches_are_advised_after_a_sweep_that_found_no_better_setting() 
     f = facts(busy=0.1, loader={"dataset_type": "TensorDataset"}, sweep=no_gain)
     v = decide(f)
     assert v.bottleneck is Bottleneck.CPU
-    assert "index-whole-batches" in [r.id for r in rec.recommend(f, v)]  # an input-bound verdict says what to do
+    assert "index-whole-batches" in [r.id for r in b.recommended(f, v)]  # an input-bound verdict says what to do
 
 
 def test_no_whole_batch_advice_for_other_datasets_the_step_or_a_framework_loader() -> None:
@@ -155,14 +155,14 @@ def test_start_up_gain_is_not_capped_by_the_steady_state_ceiling() -> None:
 def test_when_restarts_dominate_the_steady_state_advice_is_silent() -> None:
     f = facts(busy=0.1, epoch_startup_s=(40.0, 42.0), startup_busy=0.05)
     assert f.restarts_dominate
-    ids = [r.id for r in rec.recommend(f, decide(f))]
+    ids = [r.id for r in b.recommended(f, decide(f))]
     assert ids[0] == "persistent-workers"
     assert "increase-num-workers" not in ids and "faster-storage" not in ids
 
 
 def test_cheap_batches_silence_the_advice_for_costly_ones() -> None:
     f = facts(busy=0.1, system=0.97, loader={"dataset_type": "TensorDataset"})
-    ids = [r.id for r in rec.recommend(f, decide(f))]
+    ids = [r.id for r in b.recommended(f, decide(f))]
     assert "workers-are-overhead" in ids
     assert not {"cores-saturated", "increase-num-workers", "faster-storage"} & set(ids)
 
@@ -298,7 +298,7 @@ EVERYTHING = [
 @pytest.mark.parametrize("case", EVERYTHING)
 def test_every_recommendation_has_evidence_and_a_gain_within_the_ceiling(case: Facts) -> None:
     v = decide(case)
-    found = rec.recommend(case, v)
+    found = b.recommended(case, v)
     assert found
     for r in found:
         assert r.evidence, r.id
@@ -318,7 +318,7 @@ def test_reworded_evidence_stays_attached_to_the_recommendations() -> None:
     assert v.bottleneck is Bottleneck.COMPUTE
     reworded = tuple(dataclasses.replace(x, sentence=f"Reworded {i}.") for i, x in enumerate(v.findings))
     v = dataclasses.replace(v, evidence=tuple(x.sentence for x in reworded), findings=reworded)
-    found = rec.recommend(case, v)
+    found = b.recommended(case, v)
     assert found and all(r.evidence for r in found)
     assert all(line.startswith("Reworded") for r in found for line in r.evidence)
 
@@ -366,7 +366,7 @@ def test_spikes_of_a_few_ms_beside_a_step_of_seconds_are_not_advice() -> None:
     )
     assert decide(slow_step).bottleneck is Bottleneck.COMPUTE
     assert fire(rec.larger_prefetch, slow_step) is None
-    assert [r.id for r in rec.recommend(slow_step, decide(slow_step))] == ["step-is-the-limit"]
+    assert [r.id for r in b.recommended(slow_step, decide(slow_step))] == ["step-is-the-limit"]
 
 
 def test_an_estimated_gain_inside_the_runs_noise_is_not_listed() -> None:
@@ -379,8 +379,8 @@ def test_an_estimated_gain_inside_the_runs_noise_is_not_listed() -> None:
 
     small, large = restarting(8.0), restarting(20.0)
     assert fire(rec.persistent_workers, small) is not None  # the rule fires; the gain is noise
-    assert "persistent-workers" not in [r.id for r in rec.recommend(small, decide(small))]
-    assert "persistent-workers" in [r.id for r in rec.recommend(large, decide(large))]
+    assert "persistent-workers" not in [r.id for r in b.recommended(small, decide(small))]
+    assert "persistent-workers" in [r.id for r in b.recommended(large, decide(large))]
 
 
 @pytest.mark.parametrize(
@@ -409,17 +409,17 @@ def tried(name: str, speedup: float) -> FixResult:
 
 def test_a_run_with_the_fix_applied_verifies_the_recommendation_and_one_without_gain_is_evidence() -> None:
     f = facts(busy=0.1, epoch_startup_s=(40.0, 42.0), startup_busy=0.05)
-    estimated = next(r for r in rec.recommend(f, decide(f)) if r.id == "persistent-workers")
+    estimated = next(r for r in b.recommended(f, decide(f)) if r.id == "persistent-workers")
     assert not estimated.measured
     assert estimated.expected_speedup == pytest.approx((99.84 + 42) / 99.84)  # the later start-up, per epoch
     verified = dataclasses.replace(f, tried=(tried("persistent-workers", 1.31),))
-    found = next(r for r in rec.recommend(verified, decide(verified)) if r.id == "persistent-workers")
+    found = next(r for r in b.recommended(verified, decide(verified)) if r.id == "persistent-workers")
     # promised at the low edge of the two runs' noise: their ±5% spread, at least the run-to-run ±20%
     assert found.measured and found.expected_speedup == pytest.approx(1.31 / 1.2, abs=0.005)
     assert "Verified by a run with persistent-workers applied" in found.detail and "±20%" in found.detail
     # a window shorter than an epoch, one start-up in it: more than an epoch's start-up can save
     windowed = dataclasses.replace(f, tried=(tried("persistent-workers", 2.31),))
-    found = next(r for r in rec.recommend(windowed, decide(windowed)) if r.id == "persistent-workers")
+    found = next(r for r in b.recommended(windowed, decide(windowed)) if r.id == "persistent-workers")
     assert found.measured and found.expected_speedup == pytest.approx(estimated.expected_speedup, abs=0.005)
     # measured inside its noise (1.15x against ±20%), or slower: not advice, but said as evidence
     for gain in (1.15, 1.01, 0.89):
@@ -473,4 +473,4 @@ def test_whole_batch_advice_stays_when_the_ceiling_cannot_resolve_the_handoff() 
     assert v.bottleneck is Bottleneck.CPU and v.speedup_ceiling is not None and v.speedup_ceiling < 1
     found = fire(rec.whole_batches, f)
     assert found is not None and found.expected_speedup is None
-    assert "index-whole-batches" in [r.id for r in rec.recommend(f, v)]
+    assert "index-whole-batches" in [r.id for r in b.recommended(f, v)]

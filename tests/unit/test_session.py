@@ -494,7 +494,6 @@ def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> Non
 def test_a_transfer_verdict_verifies_pinned_memory_first_with_the_extra_time_a_pathology_gets() -> None:
     """Pinning is the first advice for copies to the GPU, and workers' batches must still be copied
     into pinned memory: whether it helps this script is measured, not left to the budget."""
-    from fastload_cli.analyzer.recommendations import recommend
     from fastload_cli.config import PATHOLOGY_FOLLOW_UP_EXTRA_S
     from fastload_cli.records import BatchInfo
 
@@ -512,7 +511,7 @@ def test_a_transfer_verdict_verifies_pinned_memory_first_with_the_extra_time_a_p
     )
     verdict = decide(f)
     assert verdict.bottleneck is Bottleneck.TRANSFER
-    analysis = Analysis(summaries=(), verdict=verdict, recommendations=recommend(f, verdict), facts=f)
+    analysis = Analysis(summaries=(), verdict=verdict, recommendations=b.recommended(f, verdict), facts=f)
     real = b.run("real", b.batches([10] * 20, 5))
     real = dataclasses.replace(real, env=dataclasses.replace(real.env, cuda_available=True, cuda_in_use=True))
     runs = next_runs.follow_ups(analysis, [real], cached=False)

@@ -522,9 +522,8 @@ def test_a_disturbed_comparison_with_a_ceiling_below_one_is_inconclusive() -> No
     assert v.bottleneck is Bottleneck.INCONCLUSIVE
     assert v.speedup_ceiling is None  # never presented as measured
     assert any("broken" in line and "0.37x" in line for line in v.caveats)
-    from fastload_cli.analyzer.recommendations import recommend
 
-    assert not any(r.expected_speedup is not None and r.expected_speedup < 1 for r in recommend(broken, v))
+    assert not any(r.expected_speedup is not None and r.expected_speedup < 1 for r in b.recommended(broken, v))
 
 
 def test_a_ceiling_just_under_one_on_a_quiet_machine_stays_compute_bound() -> None:
