@@ -145,9 +145,9 @@ def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
     """``found``, the point of a workers=N run, as an ``EPOCHS_VARIANT`` point where the run was
     sized in whole epochs (``sizes``; a setting's turn at epochs, ``in_process.runs_of``, one
     epoch after one): the rate over its whole epochs, and half the range of each epoch's
-    rate as its spread (no rate where it measured fewer whole epochs than asked, the script ending
-    first). Not marked as measured after the first epoch: these points are compared with each
-    other alone, never with the steady windows of that part."""
+    rate, as a share of that rate, as its spread (no rate where it measured fewer whole epochs
+    than asked, the script ending first). Not marked as measured after the first epoch: these
+    points are compared with each other alone, never with the steady windows of that part."""
     epoch = epoch_batches(primary_loader(run))
     window = run.requested_batches - run.warmup_batches
     if run.spec.mode is not Mode.WORKERS or not epoch or run.warmup_batches % epoch or not run.warmup_batches:
@@ -156,8 +156,7 @@ def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
         return found
     rates, total = epoch_rates(run, epoch, window // epoch)
     whole = len(rates) >= window // epoch and total is not None
-    middle = sorted(rates)[len(rates) // 2] if whole else 0.0
-    spread = (max(rates) - min(rates)) / 2 / middle if middle > 0 else None
+    spread = (max(rates) - min(rates)) / 2 / total if whole and total else None
     return replace(
         found,
         variant=EPOCHS_VARIANT,

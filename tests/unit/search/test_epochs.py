@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import pytest
 
@@ -208,12 +209,13 @@ def test_such_runs_are_sized_in_whole_epochs() -> None:
     assert epochs.sizes(SHORT, warmup=40) == (64, 64)
 
 
-def epochs_run(count: int, *, requested: int = 12, startup_ms: float = 300.0) -> RunResult:
-    """Epochs of 4 batches at 2 workers: each starts with a wait of ``startup_ms`` for its workers,
-    then steps of 100 ms with no wait."""
+def epochs_run(count: int, *, requested: int = 12, startup_ms: float | Sequence[float] = 300.0) -> RunResult:
+    """Epochs of 4 batches at 2 workers: each starts with a wait of ``startup_ms`` (each epoch's, in
+    turn, where it is a sequence) for its workers, then steps of 100 ms with no wait."""
     out, start = [], 0
+    startups = [startup_ms] * count if isinstance(startup_ms, float | int) else list(startup_ms)
     for epoch in range(1, count + 1):
-        made = b.batches([startup_ms, 0.0, 0.0, 0.0], 100.0, iterator_id=epoch, start_ns=start)
+        made = b.batches([startups[epoch - 1], 0.0, 0.0, 0.0], 100.0, iterator_id=epoch, start_ns=start)
         out.extend(made)
         start = made[-1].wait_end_ns + 100 * b.MS
     found = b.run("workers=2", out, warmup=4, requested=requested)
@@ -228,6 +230,14 @@ def test_a_run_over_whole_epochs_is_read_by_its_epochs_start_ups_included() -> N
     assert found.variant == WHOLE_EPOCHS and not found.after_first_epoch
     assert found.throughput_samples_per_s == pytest.approx(128 / 0.7)
     assert found.spread == pytest.approx(0.0)
+
+
+def test_a_runs_epochs_that_differ_spread_it_by_half_their_range_of_its_rate() -> None:
+    # after the warm-up, epochs of 700 ms and 1100 ms for 128 samples: 183 and 116 samples/s
+    found = epochs.as_point(epochs_run(3, startup_ms=(300.0, 300.0, 700.0)), pt(2, 320.0))
+    rate = 256 / 1.8
+    assert found.throughput_samples_per_s == pytest.approx(rate)
+    assert found.spread == pytest.approx((128 / 0.7 - 128 / 1.1) / 2 / rate)  # not of the faster epoch's rate
 
 
 def test_a_run_that_ended_before_its_epochs_has_no_rate_and_other_runs_are_left_alone() -> None:
