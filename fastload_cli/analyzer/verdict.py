@@ -299,7 +299,7 @@ def _contention_line(f: Facts) -> Finding:
         f"Outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
         f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x)"
     )
-    if f.step_starved and f.cpu_regained is not None:
+    if f.step_starved and not f.step_slowed and f.cpu_regained is not None:  # the CPU shares decided it
         assert f.real.main_cpu_percent is not None and f.synthetic.main_cpu_percent is not None
         step = (
             f"Every core was busy, and the training process was on a CPU {f.real.main_cpu_percent:.0f}% of the "

@@ -151,6 +151,17 @@ def test_a_step_that_gets_its_cpu_back_with_free_inputs_on_full_cores_is_contend
     (line,) = v.of(FindingKind.CONTENTION)
     assert "162%" in line.sentence and "196%" in line.sentence and "1.21x" in line.sentence
     assert not any("run-to-run noise" in text for text in v.evidence)
+    # a step slowed beyond its noise says it alone: the CPU shares add nothing to the line
+    slowed_too = contended(1.37)
+    assert slowed_too.real is not None and slowed_too.synthetic is not None
+    both = dataclasses.replace(
+        slowed_too,
+        real=dataclasses.replace(slowed_too.real, main_cpu_percent=88.0),
+        synthetic=dataclasses.replace(slowed_too.synthetic, main_cpu_percent=197.0),
+    )
+    assert both.step_starved and both.step_slowed
+    (alone,) = decide(both).of(FindingKind.CONTENTION)
+    assert "68 ms" in alone.sentence and "88%" not in alone.sentence
     # the CPU it got back is inside the line, or the cores had room: the step's noise decides
     for facts in (starved(185.0, 196.0), starved(162.0, 196.0, system=0.6)):
         rest = decide(facts)
