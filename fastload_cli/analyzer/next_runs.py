@@ -51,9 +51,10 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     run was slower than the real one beyond their noise (``broken_comparison``), which free inputs
     cannot be and a machine whose other load changed between the runs can; or the ceiling reads
     the step as the limit while the training process got its CPU back with free inputs on full
-    cores (``Facts.step_starved``): a machine that ran slower during the synthetic run reads so. Once, and only while
-    the pair would end within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago): the
-    verdict then reads each mode's two runs pooled (``pooled``), their disagreement as noise."""
+    cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads.
+    Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the command's start
+    (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled (``pooled``), their
+    disagreement as noise."""
     f = analysis.facts
     ceiling = f.ceiling
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)

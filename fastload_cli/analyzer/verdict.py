@@ -17,7 +17,7 @@ from dataclasses import replace
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import find_cause, found, rate
 from fastload_cli.analyzer.facts import Facts, speedup
-from fastload_cli.formatting import pct, size
+from fastload_cli.formatting import capitalised, pct, size
 from fastload_cli.records import Bottleneck, Finding, FindingKind, RunSummary, Verdict
 
 __all__ = ["Facts", "decide"]
@@ -296,19 +296,19 @@ def _sweep_floor_line(f: Facts) -> Finding | None:
 def _contention_line(f: Facts) -> Finding:
     assert f.real is not None and f.synthetic is not None and f.contention is not None
     step = (
-        f"Outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
+        f"outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
         f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x)"
     )
     if f.step_starved and not f.step_slowed and f.cpu_regained is not None:  # the CPU shares decided it
         assert f.real.main_cpu_percent is not None and f.synthetic.main_cpu_percent is not None
         step = (
-            f"Every core was busy, and the training process was on a CPU {f.real.main_cpu_percent:.0f}% of the "
-            f"time beside the loaders but {f.synthetic.main_cpu_percent:.0f}% with free inputs "
-            f"({f.cpu_regained:.2f}x); {step[0].lower()}{step[1:]}"
+            f"every core was busy, and the training process had {f.real.main_cpu_percent:.0f}% of a CPU beside "
+            f"the loaders but {f.synthetic.main_cpu_percent:.0f}% with free inputs ({f.cpu_regained:.2f}x); {step}"
         )
     return found(
         FindingKind.CONTENTION,
-        f"{step}: loading takes CPU from the training step itself, so the wait alone understates its cost.",
+        f"{capitalised(step)}: loading takes CPU from the training step itself, so the wait alone understates its "
+        "cost.",
         contention=f.contention,
         cpu_regained=f.cpu_regained,
     )

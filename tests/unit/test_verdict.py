@@ -136,8 +136,8 @@ def test_a_step_slowed_beside_the_loaders_beyond_the_noise_is_not_called_noise()
 def starved(main: float, synthetic_main: float, system: float = 0.997, step_ms: float = 58.5) -> Facts:
     """Hugging Face's image-classification example on a noisier hour: the step ran 1.17x slower
     (``step_ms`` against 50 ms) beside two workers than with free inputs, inside runs that spread
-    ±15% each; the training process was on a CPU ``main`` percent of the time beside them,
-    ``synthetic_main`` with free inputs."""
+    ±15% each; the training process had ``main`` percent of a CPU beside them, ``synthetic_main``
+    with free inputs."""
     facts = slowed(step_ms, 0.15)
     assert facts.real is not None and facts.synthetic is not None
     real = dataclasses.replace(facts.real, main_cpu_percent=main, system_cpu_busy_fraction=system)
