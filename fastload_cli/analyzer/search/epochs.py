@@ -9,11 +9,13 @@ setting with fewer workers that the steady windows did not find slower, and 0 wo
 measured against the script's own in pairs, the order reversed in the next pair (``_order``: an
 epoch of each in one run of the script, ``step``; or runs of their own over ``EPOCHS_MEASURED``
 whole epochs after the first), and where that cannot tell the best of them from the script's own
-yet leaves open a gain worth advising, in two pairs more, up to twice. Their rates over those epochs
-(start-ups, bursts, drains and steps, as training has them) decide: a setting with fewer workers
-is advised only where its gain exceeds the larger of ``SWEEP_NOISE_FLOOR`` and a one-sided 90%
-bound on it: from the pairs, their order taken out (``paired``), or from how far the two settings'
-runs differ (``gain_noise``).
+yet leaves open a gain worth advising, in two pairs more, up to ``EPOCHS_MORE`` times. Their rates
+over those epochs (start-ups, bursts, drains and steps, as training has them) decide: a setting with
+fewer workers is advised only where its gain exceeds the larger of ``SWEEP_NOISE_FLOOR`` and a
+one-sided bound on it: from the pairs, their order taken out (``paired``), or from how far the two
+settings' runs differ (``gain_noise``). The bound leaves chance a 10% share, split between the
+settings with fewer workers compared (``quantile``): the best of two is the best by chance more
+often than one alone.
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -35,11 +37,17 @@ from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 
 EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up of whole epochs
-EPOCHS_MORE = 2  # rounds of two pairs more, at most, while the pairs cannot tell the settings apart
-# One-sided 90% quantiles of Student's t by degrees of freedom (runs of both settings less 2); the
-# normal's beyond the table.
-T_90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372)
-Z_90 = 1.282
+# Rounds of two pairs more, at most, while the pairs cannot tell the settings apart. Each round buys
+# power and, looked at once more, a little more chance of advice on none: scripts/simulate_pairs.py
+# gives both.
+EPOCHS_MORE = 4
+# One-sided quantiles of Student's t by degrees of freedom (runs of both settings less 2), then the
+# normal's beyond the table: at 90%, for one setting with fewer workers compared; at 95%, for the
+# best of two (the 10% shared between them).
+T_ONE_SIDED = {
+    1: ((3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372), 1.282),
+    2: ((6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812), 1.645),
+}
 EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
 NS = 1e9
 
@@ -187,8 +195,8 @@ def epoch_rates(run: RunResult, epoch: int, count: int = EPOCHS_MEASURED) -> tup
 
 def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None:
     """The setting with fewer workers that did best over whole epochs (the fewest within
-    ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike; None
-    where they were not measured so."""
+    ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike, its bound
+    shared among the settings with fewer workers so measured; None where they were not measured so."""
     found = {p.workers: p for p in usable(pooled(points)) if p.variant == EPOCHS_VARIANT}
     own = found.get(current) if current else None
     steady = plain(points)  # the settings the advice can name: measured in a steady window too
@@ -201,19 +209,20 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
         key=lambda p: p.workers,
     )
     runs = [p for p in points if p.variant == EPOCHS_VARIANT]
-    pairs = paired(runs, own.workers, chosen.workers)
+    pairs = paired(runs, own.workers, chosen.workers, compared=len(fewer))
     if pairs is not None:
         return Decided(chosen.workers, *pairs)
     noise = gain_noise(
         [throughput(p) for p in usable(runs) if p.workers == current],
         [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
+        compared=len(fewer),
     )
     if noise is None:  # one run of each: how far each run's epochs differ is all there is
         noise = max(own.spread or 0.0, chosen.spread or 0.0)
     return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)
 
 
-def paired(runs: Sequence[SweepPoint], own: int, other: int) -> tuple[float, float] | None:
+def paired(runs: Sequence[SweepPoint], own: int, other: int, *, compared: int = 1) -> tuple[float, float] | None:
     """The gain of ``other`` over ``own`` and how far above it chance alone could put it, where
     their runs came in pairs (``_order`` measures them so: an epoch of each in one run of the
     script, or runs back to back), the pair's order reversed in the next: None with fewer than
@@ -222,8 +231,9 @@ def paired(runs: Sequence[SweepPoint], own: int, other: int) -> tuple[float, flo
     Within a pair both settings share the machine's state, so the drift between pairs leaves the
     comparison. What a pair's order adds (the second epoch of a pair pays the first's workers
     shutting down, say) lifts the pairs of one order and lowers the other's alike: the gain is
-    the mean of the two orders' mean log-ratios, and the bound a one-sided 90% Student's t on it,
-    from how far the pairs differ from their order's mean."""
+    the mean of the two orders' mean log-ratios, and the bound a one-sided Student's t on it
+    (``quantile``: ``other`` the best of ``compared`` settings), from how far the pairs differ from
+    their order's mean."""
     orders: dict[bool, list[float]] = {True: [], False: []}  # own first; other first
     for first, second in zip(runs[::2], runs[1::2], strict=False):
         rates = {p.workers: throughput(p) for p in (first, second)}
@@ -236,15 +246,14 @@ def paired(runs: Sequence[SweepPoint], own: int, other: int) -> tuple[float, flo
     mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
     squares = sum((x - mean_a) ** 2 for x in a) + sum((x - mean_b) ** 2 for x in b)
     error = (squares / freedom) ** 0.5 / 2 * (1 / len(a) + 1 / len(b)) ** 0.5
-    t = T_90[freedom - 1] if freedom <= len(T_90) else Z_90
-    return math.exp((mean_a + mean_b) / 2), math.expm1(t * error)
+    return math.exp((mean_a + mean_b) / 2), math.expm1(quantile(freedom, compared) * error)
 
 
-def gain_noise(own: Sequence[float], other: Sequence[float]) -> float | None:
+def gain_noise(own: Sequence[float], other: Sequence[float], *, compared: int = 1) -> float | None:
     """How far above 1 the ratio of ``other``'s mean rate to ``own``'s must be before it is more
-    than chance: a one-sided 90% bound on the difference of the means (Student's t, from how far
-    each setting's runs differ from their mean, pooled), as a share of ``own``'s mean. None with
-    fewer than three runs in all (nothing to tell the runs' spread from)."""
+    than chance: a one-sided bound on the difference of the means (Student's t, ``quantile``, from
+    how far each setting's runs differ from their mean, pooled), as a share of ``own``'s mean. None
+    with fewer than three runs in all (nothing to tell the runs' spread from)."""
     freedom = len(own) + len(other) - 2
     if freedom < 1 or not own or not other:
         return None
@@ -253,5 +262,11 @@ def gain_noise(own: Sequence[float], other: Sequence[float]) -> float | None:
         return None
     squares = sum((r - mean_own) ** 2 for r in own) + sum((r - mean_other) ** 2 for r in other)
     error = (squares / freedom * (1 / len(own) + 1 / len(other))) ** 0.5
-    t = T_90[freedom - 1] if freedom <= len(T_90) else Z_90
-    return t * error / mean_own
+    return quantile(freedom, compared) * error / mean_own
+
+
+def quantile(freedom: int, compared: int) -> float:
+    """Student's t that chance exceeds 10% of the time shared among ``compared`` settings (at most
+    two: ``candidates`` measures the fastest with fewer workers and 0), at ``freedom`` degrees."""
+    table, normal = T_ONE_SIDED[min(max(compared, 1), 2)]
+    return table[freedom - 1] if freedom <= len(table) else normal
