@@ -5,7 +5,7 @@ the next pair, ``decided`` reads them) with rates drawn from a model of a noisy 
 
     python scripts/simulate_pairs.py [--diagnoses 2000] [--rounds 2,3,4] [--gains 1.0,1.06,1.12,1.15]
                                      [--epoch-noise 0.07] [--pair-drift 0.05] [--order 0.05]
-                                     [--truth-noise 0.0] [--seed 1]
+                                     [--truth-noise 0.0] [--seed 1] [--unshared]
 
 The script's own setting is 2 workers; 1 worker and 0 are both measured (as where the steady
 windows found neither slower), 0 with the gain given and 1 worker with half of it. Each epoch's
@@ -13,6 +13,7 @@ rate is the setting's true rate times the machine's pace, which drifts between p
 (``--pair-drift``, a log-normal step) and varies epoch to epoch (``--epoch-noise``); the second
 epoch of each pair pays ``--order`` (the first's workers shutting down). ``--truth-noise`` moves
 the true gain from one diagnose to the next (the machine itself changing what fewer workers save).
+``--unshared`` holds the better of two settings to the bound of one alone, for comparison.
 
 Prints, for each number of rounds more (``EPOCHS_MORE``), how often 0 workers was advised
 (gain 1.0: how often a setting was advised on no gain at all) and how many epochs the comparison
@@ -87,7 +88,10 @@ def main() -> None:
     parser.add_argument("--order", type=float, default=0.05)
     parser.add_argument("--truth-noise", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--unshared", action="store_true", help="the better of two held to one setting's bound")
     args = parser.parse_args()
+    if args.unshared:
+        epochs.T_ONE_SIDED[2] = epochs.T_ONE_SIDED[1]
     machine = Machine(args.epoch_noise, args.pair_drift, args.order, args.truth_noise)
     gains = [float(g) for g in args.gains.split(",")]
     print("| rounds more | " + " | ".join(f"true {g:.2f}x: advised, epochs" for g in gains) + " |")
