@@ -134,12 +134,28 @@ def _first(
 ) -> tuple[RunResult, RunSummary] | None:
     """The first run of ``mode``, with its figures pooled with those of the runs that measured the
     same again and finished (a ceiling near its line is measured twice: ``next_runs``)."""
+    found = _measured(runs, summaries, mode)
+    return (found[0], pooled(found[1])) if found else None
+
+
+def _measured(
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
+) -> tuple[RunResult, list[RunSummary]] | None:
+    """The first run of ``mode``, and its summary with those of the runs that measured the same
+    again and finished, in order."""
     found = [(r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode]
     if not found:
         return None
     run, summary = found[0]
-    again = [s for r, s in found[1:] if r.spec == run.spec and r.status is RunStatus.OK]
-    return run, pooled([summary, *again])
+    return run, [summary, *(s for r, s in found[1:] if r.spec == run.spec and r.status is RunStatus.OK)]
+
+
+def _pairs(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[tuple[RunSummary, RunSummary], ...]:
+    """The real and synthetic runs side by side, in order, where each mode was measured again
+    (``_first`` pools them): none otherwise."""
+    real, synthetic = _measured(runs, summaries, Mode.REAL), _measured(runs, summaries, Mode.SYNTHETIC)
+    found = tuple(zip(real[1], synthetic[1], strict=False)) if real and synthetic else ()
+    return found if len(found) > 1 else ()
 
 
 def _cached(run: RunResult) -> bool:
@@ -168,6 +184,7 @@ def gather_facts(
     real_run = real[0] if real else None
     starts = startup_spans(real_run) if real_run else []
     return Facts(
+        pairs=_pairs(runs, summaries) if real and synthetic else (),
         real=real[1] if real else None,
         synthetic=synthetic[1] if synthetic else None,
         device_replay=on_device[1] if on_device else None,

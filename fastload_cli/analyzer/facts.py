@@ -6,6 +6,8 @@ cheaper than their handoff); each is a pure function of the measured numbers.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
@@ -41,10 +43,30 @@ class Facts:
     memory_available_bytes: int | None = None  # free memory when the real run started
     ranks_per_node: int = 1  # a data-parallel job's local ranks: they share the node's cores and memory
     tried: tuple[FixResult, ...] = ()  # runs with fixes applied, against the real run
+    # real and synthetic measured again: each (real, synthetic) pair run side by side, in order
+    # (``real`` and ``synthetic`` are then each mode's runs pooled)
+    pairs: tuple[tuple[RunSummary, RunSummary], ...] = ()
 
     @property
     def ceiling(self) -> float | None:
-        return speedup(self.synthetic, self.real)
+        """How much faster training ran with free inputs: the synthetic run's throughput over the
+        real one's; where the two were measured again, the geometric mean of each pair's (a
+        shared machine's pace drifts between pairs far more than within one, and the pooled
+        runs' throughputs would weigh the pair that ran slower by its longer windows)."""
+        return self._across_pairs(speedup) if self.pairs else speedup(self.synthetic, self.real)
+
+    @property
+    def pair_ceilings(self) -> tuple[float, ...]:
+        """Each pair's ceiling, where real and synthetic were measured again."""
+        found = (speedup(synthetic, real) for real, synthetic in self.pairs)
+        return tuple(c for c in found if c is not None)
+
+    def _across_pairs(self, ratio: Callable[[RunSummary, RunSummary], float | None]) -> float | None:
+        """The geometric mean of ``ratio(synthetic, real)`` over the pairs; None where one has none."""
+        found = [ratio(synthetic, real) for real, synthetic in self.pairs]
+        if not found or any(r is None or r <= 0 for r in found):
+            return None
+        return math.exp(sum(math.log(r) for r in found if r is not None) / len(found))
 
     @property
     def transfer_gain(self) -> float | None:
@@ -76,7 +98,10 @@ class Facts:
 
     @property
     def contention(self) -> float | None:
-        """How much slower the step itself ran beside the real input pipeline than with free inputs."""
+        """How much slower the step itself ran beside the real input pipeline than with free inputs;
+        pair by pair, as the ceiling, where the two were measured again."""
+        if self.pairs:
+            return self._across_pairs(lambda synthetic, real: step_slowdown(real, synthetic))
         return step_slowdown(self.real, self.synthetic)
 
     @property
@@ -146,8 +171,16 @@ class Facts:
 
     @property
     def ceiling_noise(self) -> float:
-        """The relative noise of the ceiling (``noise_against`` the synthetic run)."""
-        return self.noise_against(self.synthetic)
+        """The relative noise of the ceiling (``noise_against`` the synthetic run); where real and
+        synthetic were measured again, the larger of how far the pairs' ceilings differ (half their
+        range, as a share of the ceiling) and each pair's own noise over the square root of their
+        number, the drift between the pairs left out."""
+        ceilings, ceiling = self.pair_ceilings, self.ceiling
+        if not self.pairs or not ceilings or not ceiling:
+            return self.noise_against(self.synthetic)
+        between = (max(ceilings) - min(ceilings)) / 2 / ceiling
+        within = sum(pair_noise(real, synthetic) for real, synthetic in self.pairs) / len(self.pairs) ** 1.5
+        return max(th.SWEEP_NOISE_FLOOR, between, within)
 
     def noise_against(self, other: RunSummary | None) -> float:
         """The relative noise of a speedup between the real run and ``other`` (``pair_noise``)."""

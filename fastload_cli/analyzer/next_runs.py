@@ -53,8 +53,8 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     the step as the limit while the training process got its CPU back with free inputs on full
     cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads.
     Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the command's start
-    (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled (``pooled``), their
-    disagreement as noise."""
+    (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled (``pooled``), and the
+    ceiling and the step's slowdown pair by pair (``Facts.pairs``)."""
     f = analysis.facts
     ceiling = f.ceiling
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)

@@ -263,6 +263,10 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
     if ceiling is None or f.real is None or f.synthetic is None:
         return []
     rates = f"({rate(f.real)} -> {rate(f.synthetic)})"
+    if f.pairs:  # measured again: the pairs decide, the rates are pooled
+        each = ", ".join(f"{c:.2f}x" for c in f.pair_ceilings)
+        rates = f"over {len(f.pairs)} pairs of runs side by side, {each}; {rate(f.real)} -> {rate(f.synthetic)} pooled"
+        rates = f"({rates})"
     if ceiling < th.CEILING_COMPUTE_BOUND:
         sentence = (
             f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x {rates}: "
@@ -295,9 +299,10 @@ def _sweep_floor_line(f: Facts) -> Finding | None:
 
 def _contention_line(f: Facts) -> Finding:
     assert f.real is not None and f.synthetic is not None and f.contention is not None
+    paired = ", pair by pair" if f.pairs else ""
     step = (
         f"outside the data wait, a step took {f.real.compute_ms_p50:.0f} ms in the real run but "
-        f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x)"
+        f"{f.synthetic.compute_ms_p50:.0f} ms with free inputs ({f.contention:.1f}x{paired})"
     )
     if f.step_starved and not f.step_slowed and f.cpu_regained is not None:  # the CPU shares decided it
         assert f.real.main_cpu_percent is not None and f.synthetic.main_cpu_percent is not None

@@ -76,12 +76,17 @@ def test_a_low_ceiling_beside_a_step_that_got_its_cpu_back_is_measured_again_onc
     assert next_runs.measure_again(uncontradicted, runs) is None
 
 
-def test_the_verdict_reads_both_measurements_of_each_mode_pooled() -> None:
+def test_the_verdict_reads_both_measurements_pair_by_pair() -> None:
     first = near_line_runs(9.0)  # 1.12x: compute-bound
     second = near_line_runs(6.0)  # 1.67x
-    alone = analyze(first)
+    alone, later = analyze(first), analyze(second)
     both = analyze([*first, *second])
     assert alone.facts.ceiling == pytest.approx(10.2 / 9.1, abs=0.02)
-    # 40 batches of 10 ms and of 9 and 6 ms: 1.33x, and the two ceilings' disagreement is noise
-    assert both.facts.ceiling == pytest.approx((10.2 * 2) / (9.1 + 6.1), abs=0.03)
+    assert alone.facts.ceiling is not None and later.facts.ceiling is not None
+    # each pair's ceiling, their geometric mean (1.37x, where the windows pooled read 1.34x); the
+    # two ceilings' disagreement is noise
+    assert both.facts.pairs and both.facts.pair_ceilings == pytest.approx((alone.facts.ceiling, later.facts.ceiling))
+    assert both.facts.ceiling == pytest.approx((alone.facts.ceiling * later.facts.ceiling) ** 0.5)
     assert both.facts.ceiling_noise > alone.facts.ceiling_noise
+    # each mode's other figures are its runs pooled
+    assert both.facts.real is not None and both.facts.real.batches == 2 * alone.facts.real.batches

@@ -9,6 +9,8 @@ import re
 import pytest
 
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.facts import pair_noise
+from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, SweepResult
 from tests.unit import builders as b
@@ -172,6 +174,53 @@ def test_a_low_ceiling_the_cpu_shares_contradict_is_compute_bound_with_less_conf
     v = decide(starved(162.0, 196.0, step_ms=53.0))  # 1.13x: under the line, the step 1.06x slower
     assert v.bottleneck is Bottleneck.COMPUTE and not v.of(FindingKind.CONTENTION)
     assert v.confidence < th.CONFIDENCE_STRONG
+
+
+def measured_twice(rates: list[tuple[float, float, float, float, int, int]]) -> Facts:
+    """Hugging Face's image-classification shape with real and synthetic measured again: for each
+    pair, the two runs' rates, steps (ms) and batches; the training process had 164% of a CPU beside
+    two workers and 196% with free inputs, every core busy, as in each of its runs."""
+    pairs = []
+    for real_rate, synthetic_rate, real_ms, synthetic_ms, real_batches, synthetic_batches in rates:
+        real = b.summary(
+            throughput=real_rate, wait=0.02, compute_ms=real_ms, busy=0.25, system=0.99, batches=real_batches
+        )
+        synthetic = b.summary(
+            "synthetic",
+            throughput=synthetic_rate,
+            wait=0.0,
+            compute_ms=synthetic_ms,
+            system=1.0,
+            batches=synthetic_batches,
+        )
+        pairs.append(
+            (
+                dataclasses.replace(real, main_cpu_percent=164.0, throughput_spread=0.09),
+                dataclasses.replace(synthetic, main_cpu_percent=196.0, throughput_spread=0.08),
+            )
+        )
+    found = facts(pooled([r for r, _ in pairs]), pooled([s for _, s in pairs]))
+    return dataclasses.replace(found, pairs=tuple(pairs))
+
+
+def test_a_pair_measured_again_on_a_faster_stretch_of_the_machine_is_read_pair_by_pair() -> None:
+    # the first pair on a slow stretch of the machine (1.10x), the second on a fast one (1.32x)
+    both = measured_twice([(216.0, 238.0, 145.0, 135.0, 23, 11), (333.0, 439.0, 87.0, 72.0, 28, 10)])
+    assert both.ceiling == pytest.approx((238 / 216 * 439 / 333) ** 0.5)  # 1.21x, not the pooled 1.14x
+    assert both.pair_ceilings == pytest.approx((238 / 216, 439 / 333))
+    assert both.contention == pytest.approx((145 / 135 * 87 / 72) ** 0.5)
+    # the pairs' own noise (±17% each, over two pairs), not the drift between them (±20% and ±30%)
+    assert both.ceiling_noise == pytest.approx((0.17 + 0.17) / 2 / 2**0.5)
+    assert both.ceiling_noise < pair_noise(both.real, both.synthetic)
+    v = decide(both)
+    assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly input-bound")
+    (line,) = v.of(FindingKind.CEILING)
+    assert "2 pairs of runs side by side, 1.10x, 1.32x" in line.sentence and "pooled" in line.sentence
+    assert "pair by pair" in v.of(FindingKind.CONTENTION)[0].sentence
+    # read as one pooled pair, the slow stretch's longer windows pull the ceiling under the line
+    pooled_alone = dataclasses.replace(both, pairs=())
+    assert pooled_alone.ceiling is not None and pooled_alone.ceiling < th.CEILING_COMPUTE_BOUND
+    assert decide(pooled_alone).bottleneck is Bottleneck.COMPUTE
 
 
 def test_a_ceiling_contradicted_by_the_wait_is_hedged() -> None:
