@@ -188,13 +188,19 @@ class Facts:
 
     @property
     def loaders_compete(self) -> bool:
-        """The workers keep up (on a CPU at most ``LOADER_IDLE`` of the time, nothing showing them
-        wait on storage) while every core is busy or the step slows beside them: the CPU they use is
-        the step's, and fewer workers may train faster, whatever cause the verdict names."""
-        busy = self.real.loader_busy_fraction if self.real is not None else None
-        if busy is None or not self.num_workers or busy > th.LOADER_IDLE or self.storage_evidence is not None:
+        """The workers keep up (on a CPU less than ``LOADER_BUSY`` of the time, nothing showing them
+        wait on storage, and, where they were on a CPU more than ``LOADER_IDLE`` of it, the loop
+        waiting less than ``WAIT_INPUT_BOUND``) while every core is busy or the step slows beside
+        them: the CPU they use is the step's, and fewer workers may train faster, whatever cause the
+        verdict names. The sweep reads its points by the same ``LOADER_BUSY`` (``search.state``)."""
+        real = self.real
+        busy = real.loader_busy_fraction if real is not None else None
+        if real is None or busy is None or not self.num_workers or busy >= th.LOADER_BUSY:
             return False
-        return self.cores_saturated or self.contended
+        if self.storage_evidence is not None:
+            return False
+        behind = busy > th.LOADER_IDLE and (real.data_wait_fraction or 0.0) >= th.WAIT_INPUT_BOUND
+        return not behind and (self.cores_saturated or self.contended)
 
     @property
     def cores_saturated(self) -> bool:

@@ -400,6 +400,31 @@ def test_diagnose_sweeps_workers_that_keep_up_but_take_the_steps_cores_however_b
     assert next_runs.why_not_sweep(Analysis(summaries=(), verdict=decide(busy), recommendations=(), facts=busy))
 
 
+def test_diagnose_sweeps_workers_partly_busy_on_full_cores_while_the_loop_keeps_up() -> None:
+    """timm's training on 2 cores: two workers on a CPU 37% of the time, every core busy, the loop
+    waiting 4%. Loading is CPU work, and the workers still take the step's cores: plain runs train
+    1.14x faster with 0 workers, which only a sweep can say."""
+
+    def analysis(busy: float, wait: float) -> Analysis:
+        found = Facts(
+            real=b.summary(wait=wait, busy=busy, system=0.98, compute_ms=80.0),
+            synthetic=b.summary("synthetic", throughput=196.0, compute_ms=45.0),
+            loader=b.loader(),
+            cpu_count=2,
+        )
+        return Analysis(summaries=(), verdict=decide(found), recommendations=(), facts=found)
+
+    partly = analysis(0.37, 0.04)
+    assert partly.facts.loaders_compete and next_runs.why_not_sweep(partly) is None
+    then = next_runs.after_modes(partly, may_sweep=True, breakdown_asked=False)
+    assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why
+    # the loop waits a fifth of the time: those workers do not keep up; and workers busy most of
+    # the time are the loading itself: on full cores, no sweep
+    for behind in (analysis(0.37, 0.25), analysis(0.65, 0.04)):
+        assert not behind.facts.loaders_compete
+        assert next_runs.why_not_sweep(behind) == "the cores were 98% busy: more workers cannot help"
+
+
 def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
     measured = session.run_mode
