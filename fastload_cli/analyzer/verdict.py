@@ -41,11 +41,15 @@ def _verdict(
 
 def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
     broken = broken_comparison(f)
-    if broken is not None:
+    if broken is not None and not f.restarts_dominate:
         label = "Inconclusive: the comparison with free inputs was broken"
         verdict = _verdict(f, Bottleneck.INCONCLUSIVE, label, 0.0, [broken], (*caveats, broken.sentence))
         return replace(verdict, speedup_ceiling=None)  # a ceiling below 1 is no measurement
-    verdict = _decide(f, caveats)
+    # Worker start-up, which the steady windows leave out, decides without the ceiling: that
+    # verdict stands, a broken comparison said beside it.
+    verdict = _decide(f, caveats if broken is None else (*caveats, broken.sentence))
+    if broken is not None:
+        verdict = replace(verdict, speedup_ceiling=None)
     if f.disturbed:
         return replace(verdict, confidence=round(verdict.confidence * th.CONFIDENCE_DISTURBED, 2))
     return verdict

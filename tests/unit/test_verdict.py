@@ -11,7 +11,7 @@ import pytest
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import pair_noise
 from fastload_cli.analyzer.pooled import pooled
-from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.analyzer.verdict import Facts, broken_comparison, decide
 from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, SweepResult
 from tests.unit import builders as b
 
@@ -354,6 +354,23 @@ def test_workers_started_again_every_epoch_decide_the_verdict_before_the_steady_
     assert "start again every epoch" in v.label
     assert v.confidence == pytest.approx(th.CONFIDENCE_STRONG)
     assert any("42.00 s" in line and "30%" in line for line in v.evidence)  # 42 / (42 + 100)
+
+
+def test_workers_started_again_every_epoch_decide_beside_a_broken_comparison() -> None:
+    # the synthetic run 0.72x the real one on a quiet machine (the step's own pace moved between
+    # the runs): the ceiling means nothing, and the start-up verdict never rested on it
+    found = restarting((1.5, 1.6), busy=0.0)
+    assert found.real is not None
+    real = dataclasses.replace(found.real, throughput_samples_per_s=1193.0, throughput_spread=0.15)
+    synthetic = dataclasses.replace(b.summary("synthetic", throughput=855.0), throughput_spread=0.16)
+    found = dataclasses.replace(found, real=real, synthetic=synthetic, epoch_startup_s=(40.0, 42.0))
+    assert broken_comparison(found) is not None
+    v = decide(found)
+    assert v.bottleneck is Bottleneck.IO and "start again every epoch" in v.label
+    assert v.speedup_ceiling is None and any("0.72x" in c and "broken" in c for c in v.caveats)
+    # without start-ups that decide, the broken comparison leaves nothing to read
+    steady = dataclasses.replace(found, epoch_startup_s=(1.5, 1.6))
+    assert decide(steady).bottleneck is Bottleneck.INCONCLUSIVE
 
 
 def test_busy_workers_during_start_up_make_it_cpu_work() -> None:
