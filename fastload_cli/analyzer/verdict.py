@@ -266,19 +266,18 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
     ceiling = f.ceiling
     if ceiling is None or f.real is None or f.synthetic is None:
         return []
-    rates = f"({rate(f.real)} -> {rate(f.synthetic)})"
+    rates = f"{rate(f.real)} -> {rate(f.synthetic)}"
     if f.pairs:  # measured again: the pairs decide, the rates are pooled
         each = ", ".join(f"{c:.2f}x" for c in f.pair_ceilings)
-        rates = f"over {len(f.pairs)} pairs of runs side by side, {each}; {rate(f.real)} -> {rate(f.synthetic)} pooled"
-        rates = f"({rates})"
+        rates = f"over {len(f.pairs)} pairs of runs side by side, {each}; {rates} pooled"
     if ceiling < th.CEILING_COMPUTE_BOUND:
         sentence = (
-            f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x {rates}: "
+            f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x ({rates}): "
             "a free input pipeline would not help."
         )
     else:
         sentence = (
-            f"Replaying one cached batch (synthetic) raised throughput {ceiling:.1f}x {rates}: "
+            f"Replaying one cached batch (synthetic) raised throughput {ceiling:.1f}x ({rates}): "
             "that is the most any input-pipeline fix can give."
         )
     return [found(FindingKind.CEILING, sentence, speedup_ceiling=ceiling)]
