@@ -252,7 +252,10 @@ def test_pipelines_a_function_uses_are_found_replaced_checked_and_restored(trans
     assert torch.equal(dataset[1]["pixel_values"], dataset[1]["pixel_values"])
     walk.restore()
     assert TRAIN_TRANSFORMS.transforms[0].__class__.__name__ == "RandomResizedCrop"
-    assert not torch.equal(dataset[1]["pixel_values"], dataset[1]["pixel_values"])  # random again
+    # random again: two crops of the same rows of this top-to-bottom gradient are equal, as about
+    # one pair of draws in 130 is, so one of several draws must differ from the first
+    first = dataset[1]["pixel_values"]
+    assert any(not torch.equal(first, dataset[1]["pixel_values"]) for _ in range(8))
 
 
 def test_helpers_a_function_calls_are_searched_but_never_replaced_themselves() -> None:
