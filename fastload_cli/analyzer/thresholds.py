@@ -261,6 +261,12 @@ SLOW_TAIL_MIN_STALLS = 2
 # SLOW_TAIL_READY_RATIO times the median, or SLOW_TAIL_READY_MS): it was held up, not slow itself.
 SLOW_TAIL_READY_RATIO = 2.0
 SLOW_TAIL_READY_MS = 1.0
+# ...unless the stalls recur a round apart (num_workers batches) in at least LOCKSTEP_ROUNDS of the
+# rounds measured: workers that start together finish together, and the loop waits once a round for
+# the first of them, every round alike (a GPU-fast step beside CPU-bound workers). in_order=False
+# cannot help there: every batch of the round is equally late. Slow samples at the most stalls the
+# rule allows (SLOW_TAIL_MAX_BATCHES) fall a round apart in under 0.42 of the rounds (4 workers).
+LOCKSTEP_ROUNDS = 0.5
 # Idle workers: one worker delivered at least this share of the measured batches (of at least
 # IDLE_WORKERS_MIN_BATCHES), where an even share would be 1/num_workers.
 IDLE_WORKERS_SHARE = 0.90

@@ -4,6 +4,7 @@ it rests on, and stays silent on the run beside it that must not fire."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -110,6 +111,55 @@ def test_short_stalls_beside_a_long_step_are_not_slow_samples() -> None:
     for i in (10, 30, 50):
         waits[i] = 60.0  # 60 ms stalls, 3% of the time beside 1 s steps
     assert PathologyKind.SLOW_SAMPLES not in kinds(real(waits, compute_ms=1000.0))
+
+
+# The loop's waits in ms on a 16-core H100 host (torchvision's classification reference, ResNet-50,
+# batch 96, 4 CPU-bound workers, steps of 57 ms): the workers start together and finish together,
+# the loop eats their 4 batches and waits for the next round. Every sample costs the same.
+LOCKSTEP_WAITS_MS = [
+    333.0, 0, 0, 0, 360, 0, 10, 0, 342, 0, 0, 0, 441, 0, 0, 0, 363, 1, 0, 0, 444,
+    0, 0, 0, 328, 0, 709, 0, 594, 0, 0, 0, 298, 0, 0, 0, 329, 0, 0, 0, 334,
+]  # fmt: skip
+STARTUP_BURST_MS = [900.0] + [0.0] * 7  # the workers' start, then their first batches at once (left out)
+
+
+def lockstep(workers: int, rounds: int = 8, step_ms: float = 57.0, seed: int = 0) -> list[float]:
+    """A many-core host's lockstep: ``workers`` CPU-bound workers each make a batch in 2.4 rounds of
+    steps (the recorded host's 558 ms against 4 x 57 ms), all at once, so the loop eats a round of
+    batches and then waits for the next round's first; jitter on every wait."""
+    rng = random.Random(seed)
+    make_ms = 2.4 * workers * step_ms
+    waits = []
+    for _ in range(rounds):
+        stall = (make_ms - workers * step_ms) * rng.uniform(0.85, 1.3)
+        waits += [stall] + [rng.choice((0.0, 0.0, 0.0, 1.0, 10.0)) for _ in range(workers - 1)]
+    return waits
+
+
+def test_workers_in_lockstep_are_not_slow_samples() -> None:
+    assert PathologyKind.SLOW_SAMPLES not in kinds(
+        real(STARTUP_BURST_MS + LOCKSTEP_WAITS_MS, workers=4, compute_ms=57.0)
+    )
+
+
+@pytest.mark.parametrize("workers", [6, 8, 12, 16, 32])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_workers_in_lockstep_on_many_cores_are_not_slow_samples(workers: int, seed: int) -> None:
+    # one stall a round is 1/workers of the batches: with 5 and more workers, few enough to pass for
+    # a few slow samples, unless their rhythm is read
+    waits = [900.0] + [0.0] * (2 * workers - 1) + lockstep(workers, seed=seed)
+    assert PathologyKind.SLOW_SAMPLES not in kinds(real(waits, workers=workers, compute_ms=57.0))
+
+
+@pytest.mark.parametrize("workers", [8, 16])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_slow_samples_among_many_workers_are_still_found(workers: int, seed: int) -> None:
+    # the same host and step, workers that keep up, and one sample in twenty that takes 1.5 s more
+    rng = random.Random(seed)
+    waits = [900.0] + [0.0] * (2 * workers - 1) + [0.0] * 120
+    for i in rng.sample(range(2 * workers + 1, len(waits) - workers), 6):
+        waits[i] = 1500.0
+    assert PathologyKind.SLOW_SAMPLES in kinds(real(waits, workers=workers, compute_ms=57.0))
 
 
 # -- workers that idle or repeat each other -------------------------------------------------------

@@ -6,6 +6,7 @@ IterableDataset, a digest of each batch's first and last samples. Pure."""
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
@@ -24,7 +25,8 @@ SHARD_ADVICE = (
 def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
     """A few batches stall the loop for far longer than the rest wait, and longer than a round of
     steps (the time each worker has to make its batch): slow samples, which in-order delivery turns
-    into stalls while the other workers' batches wait behind them."""
+    into stalls while the other workers' batches wait behind them. Not stalls that recur every round,
+    a round apart: those are workers in lockstep, and no order of delivery helps them."""
     loader, steps = f.loader, steady_steps(run)
     if loader is None or loader.num_workers < 2 or len(steps) < th.MIN_STEADY_BATCHES:
         return None  # with one worker nothing can overtake a slow batch
@@ -40,8 +42,8 @@ def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
         return None
     if len(stalls) > th.SLOW_TAIL_MAX_BATCHES * len(waits) or sum(stalls) < th.SLOW_TAIL_SHARE * total:
         return None  # most batches wait: the pipeline is slow throughout, not held up by a few samples
-    if 2 * sum(_others_ready(waits, i, loader.num_workers, median) for i in stalled) <= len(stalled):
-        return None  # the other workers' batches were not ready behind the stalls: every worker is slow
+    if not _held_up(waits, stalled, loader.num_workers, median):
+        return None
     held = sum(stalls) / total
     finding = (
         f"{len(stalls)} of {len(steps)} batches ({pct(len(stalls) / len(steps))}) stalled the loop "
@@ -72,11 +74,28 @@ def slow_samples(run: RunResult, f: Facts) -> Pathology | None:
     )
 
 
+def _held_up(waits: list[int], stalled: list[int], workers: int, median: int) -> bool:
+    """The stalls held up ready batches, as a slow sample does: behind most of them one of the other
+    workers' batches was ready (else every worker is slow), and they fall where the slow samples
+    are, not a round apart every round (workers in lockstep: every batch of a round equally late)."""
+    if 2 * sum(_others_ready(waits, i, workers, median) for i in stalled) <= len(stalled):
+        return False
+    return not _lockstep(stalled, len(waits), workers)
+
+
 def _others_ready(waits: list[int], stall: int, workers: int, median: int) -> bool:
     """Among the batches after a stall, the other workers' (the next ``workers - 1``), one was
     ready: the stall held it up, as in-order delivery does behind a slow sample."""
     ready = max(th.SLOW_TAIL_READY_RATIO * median, th.SLOW_TAIL_READY_MS * 1e6)
     return any(w <= ready for w in waits[stall + 1 : stall + workers])
+
+
+def _lockstep(stalled: list[int], batches: int, workers: int) -> bool:
+    """The stalls recur a round apart (``workers`` batches) in most of the rounds measured: workers
+    that start together and finish together, the loop waiting once a round for the first of them.
+    Slow samples stall where they fall, seldom a round after the last stall."""
+    apart = sum(b - a == workers for a, b in pairwise(stalled))
+    return apart >= th.LOCKSTEP_ROUNDS * batches / workers
 
 
 def idle_workers(run: RunResult, f: Facts) -> Pathology | None:
