@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import pathologies, ranks, search, trials
-from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
+from fastload_cli.analyzer.caveats import caveats, disturbed, replayed
 from fastload_cli.analyzer.metrics import (
     NS,
     Span,
@@ -38,7 +37,6 @@ from fastload_cli.records import (
     RunResult,
     RunStatus,
     RunSummary,
-    StopReason,
     SweepResult,
     Verdict,
 )
@@ -273,131 +271,3 @@ def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> 
         ),
         None,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Caveats: what could not be measured, and what makes a number rough
-# --------------------------------------------------------------------------------------------
-
-
-def caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[str, ...]:
-    found: list[str] = []
-    for run, summary in zip(runs, summaries, strict=True):
-        found.extend(_run_caveats(run, summary))
-    found.extend(_missing_modes(runs))
-    found.extend(ranks.caveats(runs))
-    found.extend(_sampler_caveats(runs))
-    found.extend(_gpu_caveats(runs, summaries))
-    return tuple(dict.fromkeys(found))
-
-
-def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
-    found = []
-    if run.status is not RunStatus.OK:
-        what = (s.error or run.status.value).strip().splitlines()[0]
-        kept = f"; {s.batches} steady batches were measured before that" if s.batches else ""
-        replaced = [x.transform for x in run.substitutions if x.applied]
-        if run.status is RunStatus.TIMEOUT:
-            hint: str | None = timeout_hint(run.stuck_at)
-        elif run.spec.mode is Mode.NO_AUG and replaced:
-            hint = substitution_hint(replaced)
-        else:
-            hint = hint_for(s.error or "", run.output_tail, oom_kills=run.oom_kills)
-        found.append(f"{s.mode} run {run.status.value}: {what}{kept}." + (f" Hint: {hint}." if hint else ""))
-    elif run.stop_reason is StopReason.SCRIPT_ENDED and len(run.batches) < run.requested_batches:
-        found.append(
-            f"{s.mode}: the script finished after {len(run.batches)} batches (fastload asked for "
-            f"{run.requested_batches}); its numbers rest on fewer batches."
-        )
-    undone = [x for x in run.substitutions if x.undone]
-    if undone:
-        names = ", ".join(dict.fromkeys(x.transform for x in undone))
-        why = undone[0].reason
-        found.append(
-            f"{s.mode}: fastload's stand-ins for {names} were undone: {why}. The pipeline ran as written, so this "
-            "run does not measure augmentation; `--keep-transform NAME` keeps one transform as it is."
-        )
-    if disturbed(s):
-        assert s.foreign_cpu_fraction is not None
-        found.append(
-            f"Other processes used {100 * s.foreign_cpu_fraction:.0f}% of the machine's CPU during the {s.mode} run: "
-            "its throughput is not a fair comparison; run fastload on a quieter machine."
-        )
-    if 0 < s.batches < th.MIN_STEADY_BATCHES:
-        found.append(f"{s.mode}: only {s.batches} steady-state batches were measured: figures are rough.")
-    if run.spec.mode is Mode.REAL and s.batches and s.loader_busy_fraction is None and s.num_workers:
-        found.append(f"{s.mode}: the workers' CPU use could not be read, so CPU and IO cannot be told apart.")
-    return found
-
-
-def disturbed(summary: RunSummary) -> bool:
-    """Other processes took enough of the machine during the run to skew its throughput."""
-    return summary.foreign_cpu_fraction is not None and summary.foreign_cpu_fraction >= th.FOREIGN_LOAD_NOTABLE
-
-
-def replayed(run: RunResult) -> bool:
-    """A synthetic run that actually replayed batches (an uncopyable batch stays real)."""
-    return any(b.synthetic for b in run.batches)
-
-
-def _missing_modes(runs: Sequence[RunResult]) -> list[str]:
-    modes = {r.spec.mode for r in runs}
-    found = []
-    if Mode.SYNTHETIC not in modes:
-        found.append("No synthetic run: the speedup ceiling is unknown, and expected gains with it.")
-    for run in runs:
-        if run.spec.mode is Mode.SYNTHETIC and run.batches and not replayed(run):
-            why = "; ".join(s.original for s in run.substitutions) or "no batch was cached"
-            found.append(f"The synthetic run replayed no batch ({why}): the speedup ceiling is unknown.")
-    real = next((r for r in runs if r.spec.mode is Mode.REAL), None)
-    if (
-        Mode.NO_AUG not in modes
-        and real is not None
-        and real.loaders
-        and not any(lo.augmentations for lo in real.loaders)
-    ):
-        found.append("No random augmentation was found in the datasets' transforms, so no no-aug run was made.")
-    return found
-
-
-def _sampler_caveats(runs: Sequence[RunResult]) -> list[str]:
-    found = []
-    for run in runs:
-        if run.profile is not None and run.profile.unavailable:
-            found.append(f"No py-spy profile of the loading processes: {run.profile.unavailable}.")
-        if run.batches and not run.schedstat:
-            found.append("Run-queue time is not readable here (/proc schedstat), so CPU contention is not counted.")
-        if run.gpu_health is not None and run.gpu_samples:
-            found.extend(f"Not measured (NVML): {item}." for item in run.gpu_health.unavailable)
-        health = run.host_health
-        if health is None:
-            continue
-        found.extend(f"Not measured: {item}." for item in health.unavailable)
-        stretched, budget = health.longest_interval_s, health.cpu_budget or 0.0
-        if stretched is not None and stretched > th.SAMPLING_STRETCH_NOTABLE * health.interval_s:
-            found.append(
-                f"The process tree was large, so the {run.label} run was sampled every {stretched:.2f} s at the "
-                f"slowest (not every {health.interval_s:.2f} s), keeping sampling within {100 * budget:.0f}% of "
-                "one core: CPU figures are coarser."
-            )
-        if health.ticks and health.late_ticks / health.ticks > th.LATE_TICKS_NOTABLE:
-            found.append(
-                f"The sampler fell behind in the {run.label} run ({health.late_ticks} of {health.ticks} ticks late): "
-                "CPU figures are coarser."
-            )
-    return found
-
-
-def _gpu_caveats(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> list[str]:
-    """A reason for every run whose GPU busy % is null."""
-    found = []
-    for run, summary in zip(runs, summaries, strict=True):
-        if summary.gpu_util_percent is not None or not summary.batches:
-            continue
-        if run.gpu_unavailable:
-            found.append(f"GPU busy % not measured: NVML unavailable: {run.gpu_unavailable}.")
-        elif run.gpu_samples:
-            found.append(f"GPU busy % not measured in the {run.label} run: NVML gave no utilisation readings.")
-        else:
-            found.append("GPU busy % not measured: NVML was not sampled.")
-    return found

@@ -15,7 +15,7 @@ from fastload_cli.analyzer.metrics import (
     summarize,
 )
 from fastload_cli.analyzer.search import sizing
-from fastload_cli.records import RunStatus, ScriptError, StopReason
+from fastload_cli.records import RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS
 
@@ -419,3 +419,27 @@ def test_a_window_shorter_than_the_gpu_sampler_reads_the_first_reading_after_it(
     assert gpu_util_percent(run, [(int(1200 * MS), int(1300 * MS))]) is None  # nothing read within a second
     inside = dataclasses.replace(run, gpu_samples=(*run.gpu_samples, reading(50, 60.0)))
     assert gpu_util_percent(inside, [(int(30 * MS), int(70 * MS))]) == pytest.approx(60.0)  # a reading inside wins
+
+
+def test_a_caveat_many_runs_raise_alike_is_said_once_with_the_runs_named() -> None:
+    from fastload_cli.analyzer import analyze
+    from fastload_cli.records import SamplerHealth
+
+    def stretched(mode: str, slowest_s: float) -> RunResult:
+        health = SamplerHealth(interval_s=0.05, ticks=100, late_ticks=0, longest_interval_s=slowest_s, cpu_budget=0.05)
+        few = b.batches([50] + [10] * 5, 30)  # 5 steady batches: rough figures, in every run
+        return dataclasses.replace(b.run(mode, few, warmup=0), host_health=health)
+
+    runs = [stretched("real", 0.09), stretched("synthetic", 0.15), stretched("workers=4", 0.12)]
+    said = analyze(runs).verdict.caveats
+    sampled = [c for c in said if "sampled every" in c]
+    assert sampled == [
+        "The process tree was large, so the real, synthetic and workers=4 runs were sampled every 0.09-0.15 s at "
+        "the slowest (not every 0.05 s), keeping sampling within 5% of one core: CPU figures are coarser."
+    ]
+    rough = [c for c in said if "steady-state batches" in c]
+    # the synthetic run counts from its first replay, a batch later: 4
+    assert rough == [
+        "The real, synthetic and workers=4 runs measured only 4-5 steady-state batches: figures are rough."
+    ]
+    assert len(said) == len(set(said))
