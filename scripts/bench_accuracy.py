@@ -86,6 +86,8 @@ CASES = (
     ),
     # albumentations' Compose called with keywords on OpenCV-decoded JPEGs, one worker on 2 cores
     Case("albumentations-jpegs", FRAMEWORKS / "albumentations_train.py", "cpu", args=("{jpegs}", "--epochs", "20")),
+    # torchvision's classification reference's shape: the pipeline kept in a preset object
+    Case("reference-presets", ZOO / "reference_presets.py", "cpu", ("reduce-augmentation-cost",)),
     # Pathologies: each script's planted failure or slowdown must be among the report's pathologies.
     Case("slow-samples", ZOO / "slow_samples.py", "pathology:slow-samples", ("deliver-out-of-order",)),
     Case("duplicate-workers", ZOO / "duplicate_workers.py", "pathology:duplicate-samples"),

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from fastload_cli.reporters.json_report import FLOAT_DIGITS
-from tests.conftest import SCRIPTS, run_fastload
+from tests.conftest import ROOT, SCRIPTS, run_fastload
 
 pytestmark = pytest.mark.slow
 PATTERNS = str(SCRIPTS / "patterns.py")
@@ -52,3 +52,18 @@ def test_py_spy_profiles_the_workers_or_says_why_not() -> None:
     else:  # no permission to attach here: a caveat says so and the report is complete
         assert any("py-spy" in c for c in report["verdict"]["caveats"])
     assert report["runs"][0]["batches"] == 12
+
+
+def test_augmentation_kept_in_a_preset_object_is_replaced_and_broken_down() -> None:
+    # torchvision's classification reference keeps its pipeline in a preset object (in a module
+    # beside the script) that the dataset calls: no-aug and the breakdown look inside it
+    script = str(ROOT / "scripts" / "zoo" / "reference_presets.py")
+    options = ("--modes", "real,no-aug", "--max-batches", "8", "--no-sweep", "--breakdown", "--json", "-")
+    report = report_of(run_fastload("diagnose", script, *options, "--", "--samples", "512", "--epochs", "1"))
+    replaced = {s["original"].split("(")[0]: s["location"] for s in report["substitutions"]}
+    assert set(replaced) == {"RandomResizedCrop", "RandomHorizontalFlip", "AugMix", "RandomErasing"}
+    assert replaced["AugMix"] == "dataset.transform.transforms[2]"
+    assert [r["mode"] for r in report["runs"]] == ["real", "no-aug"] and report["runs"][1]["batches"] > 0
+    timed = [s["name"].split("(")[0] for s in report["breakdown"]["steps"] if s["kind"] == "transform"]
+    assert {"RandomResizedCrop", "AugMix", "Normalize", "RandomErasing"} <= set(timed)
+    assert "ClassificationPresetTrain" not in timed

@@ -71,16 +71,46 @@ def instrument(dataset: Any) -> Instrumented:
             pipeline = getattr(owner, attr, None)
             if pipeline is None or not callable(pipeline) or type(pipeline).__name__ == "StandardTransform":
                 continue
-            where = f"{location}.{attr}"
-            if _is_container(pipeline):
-                _time_steps(pipeline, where, found)
-            else:
-                timer = Timer(pipeline, transforms.describe(pipeline), where)
-                found.timers.append(timer)
-                found.undo.append((owner, attr, pipeline))
-                setattr(owner, attr, timer)
+            _time_pipeline(owner, attr, f"{location}.{attr}", found)
         _rebuild_standard_transform(owner, found)
     return found
+
+
+def _time_pipeline(owner: Any, attr: str, where: str, found: Instrumented, depth: int = 0) -> None:
+    """Timers on the pipeline ``owner.attr``: inside it where it is a container or holds pipelines;
+    a list or dict of transforms item by item; anything else whole."""
+    pipeline = getattr(owner, attr, None)
+    if _time_inside(pipeline, where, found, depth):
+        return
+    if isinstance(pipeline, (list, dict)):
+        items = pipeline.items() if isinstance(pipeline, dict) else enumerate(pipeline)
+        timed = {key: _timer(step, f"{where}[{key!r}]", found) for key, step in items}
+        found.undo.append((owner, attr, pipeline))
+        setattr(owner, attr, timed if isinstance(pipeline, dict) else list(timed.values()))
+    elif callable(pipeline):
+        found.undo.append((owner, attr, pipeline))
+        setattr(owner, attr, _timer(pipeline, where, found))
+
+
+def _time_inside(pipeline: Any, where: str, found: Instrumented, depth: int) -> bool:
+    """Timers inside ``pipeline``, which stays in place: a container's steps one by one, or the
+    pipelines an object holds (a preset class), each in turn. False for anything else."""
+    if depth > transforms.MAX_DEPTH:
+        return False
+    if _is_container(pipeline):
+        _time_steps(pipeline, where, found, depth)
+        return True
+    if not transforms.holds_pipelines(pipeline):
+        return False
+    for inner in transforms.held_pipelines(pipeline):
+        _time_pipeline(pipeline, inner, f"{where}.{inner}", found, depth + 1)
+    return True
+
+
+def _timer(step: Any, where: str, found: Instrumented) -> Timer:
+    timer = Timer(step, transforms.describe(step), where)
+    found.timers.append(timer)
+    return timer
 
 
 def _datasets(dataset: Any, location: str, seen: set[int]) -> list[tuple[str, Any]]:
@@ -104,13 +134,7 @@ def _time_steps(container: Any, location: str, found: Instrumented, depth: int =
     timed = []
     for i, step in enumerate(steps):
         where = f"{location}[{i}]"
-        if _is_container(step) and depth < transforms.MAX_DEPTH:
-            _time_steps(step, where, found, depth + 1)
-            timed.append(step)
-            continue
-        timer = Timer(step, transforms.describe(step), where)
-        found.timers.append(timer)
-        timed.append(timer)
+        timed.append(step if _time_inside(step, where, found, depth + 1) else _timer(step, where, found))
     container.transforms = timed
 
 

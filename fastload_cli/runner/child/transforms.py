@@ -16,43 +16,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.runner.child import albumentations_standins as album
+from fastload_cli.runner.child.standins import (
+    GUESS_PATTERN,
+    callable_name,
+    is_torchvision,
+    standin,
+    tv_module,
+)
 
-# torchvision classes (v1 ``transforms`` and ``transforms.v2``) that are random augmentation
-# whose output shape does not depend on the randomness: replaced by the identity.
-IDENTITY_STANDINS = frozenset(
-    {
-        "ColorJitter", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation",
-        "RandomAffine", "RandomPerspective", "RandomErasing", "RandomGrayscale", "RandomInvert",
-        "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness", "RandomAutocontrast",
-        "RandomEqualize", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix",
-        "GaussianBlur", "GaussianNoise", "ElasticTransform", "RandomPhotometricDistort",
-        "RandomChannelPermutation", "JPEG", "RandomApply", "MixUp", "CutMix", "RandomZoomOut",
-        "RandomIoUCrop", "ScaleJitter", "RandomShortestSize", "RandomResize",
-    }
-)  # fmt: skip
 # Containers whose members are substituted one by one (torchvision's, torch's, albumentations').
 CONTAINERS = frozenset({"Compose", "RandomOrder", "Sequential", "ReplayCompose"})
 
-# Words in a user class (or function) name that say it is random augmentation.
-GUESS_PATTERN = re.compile(
-    r"random|jitter|cutout|cutmix|mixup|noise|flip|eras|augment|augmix|blur|rotat|perturb|"
-    r"distort|shift|dropout|mosaic",
-    re.IGNORECASE,
-)
 # Dataset attributes that hold transform pipelines (plus any name containing these words).
 PIPELINE_ATTR = re.compile(r"transform|aug", re.IGNORECASE)
 MAX_DEPTH = 8
 MAX_CHAIN = 64  # steps followed down a Hugging Face iterable dataset's chain (map, filter, shuffle, ...)
-
-
-class Identity:
-    """Stand-in for a random augmentation: returns its input(s) unchanged."""
-
-    def __call__(self, *inputs: Any) -> Any:
-        return inputs[0] if len(inputs) == 1 else inputs
-
-    def __repr__(self) -> str:
-        return "Identity()"
 
 
 @dataclass(slots=True)
@@ -82,96 +60,12 @@ class Walk:
         self.undo.clear()
 
 
-def callable_name(obj: object) -> str:
-    """The class name of a transform object; the function's own name for a plain function."""
-    if isinstance(obj, functools.partial):
-        return callable_name(obj.func)
-    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-        return obj.__name__
-    if type(obj).__name__ == "Lambda" and hasattr(obj, "lambd"):
-        return callable_name(obj.lambd)
-    return type(obj).__name__
-
-
-def is_torchvision(obj: object) -> bool:
-    return type(obj).__module__.startswith("torchvision.transforms")
-
-
-def _is_v2(obj: object) -> bool:
-    return type(obj).__module__.startswith("torchvision.transforms.v2")
-
-
 def describe(obj: object) -> str:
     if album.is_albumentations(obj):
         return album.describe(obj)
     text = repr(obj) if is_torchvision(obj) else callable_name(obj)
     text = " ".join(text.split())
     return text if len(text) <= 120 else text[:117] + "..."
-
-
-# --------------------------------------------------------------------------------------------
-# Stand-ins
-# --------------------------------------------------------------------------------------------
-
-
-def _tv_module(obj: object) -> Any:
-    import importlib
-
-    return importlib.import_module("torchvision.transforms.v2" if _is_v2(obj) else "torchvision.transforms")
-
-
-def fixed_size(obj: object) -> tuple[int, int] | None:
-    """The output size a crop or resize transform declares in its ``size`` attribute: an int, or
-    (height, width). None when it declares none."""
-    size = getattr(obj, "size", None)
-    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        return (size, size)
-    if isinstance(size, (tuple, list)) and len(size) in (1, 2) and all(isinstance(x, int) for x in size):
-        return (size[0], size[-1])
-    return None
-
-
-def _crop_standin(obj: Any, size: tuple[int, int]) -> Any:
-    """A deterministic crop to the same size: RandomCrop(s) -> CenterCrop(s); a random resized
-    crop (torchvision's, or a library's such as timm's) -> Resize + CenterCrop(s)."""
-    tv = _tv_module(obj)
-    if type(obj).__name__ == "RandomCrop":
-        return tv.CenterCrop(size)
-    kwargs: dict[str, Any] = {}
-    if is_torchvision(obj):  # a library's own interpolation setting may be a name or "random"
-        kwargs["interpolation"] = obj.interpolation
-        if getattr(obj, "antialias", None) is not None:
-            kwargs["antialias"] = obj.antialias
-    return tv.Compose([tv.Resize(max(size), **kwargs), tv.CenterCrop(size)])
-
-
-# A user or library class whose name says it crops or resizes at random (timm's
-# RandomResizedCropAndInterpolation): its output size is fixed, so its stand-in must keep it.
-RANDOM_RESIZE = re.compile(r"random.*(crop|resiz|scale)", re.IGNORECASE)
-
-
-def _standin(obj: Any, walk: Walk) -> tuple[Any, bool] | None:
-    """(replacement, guessed) for a random transform, or None when ``obj`` is kept as it is."""
-    name = callable_name(obj)
-    if name in walk.keep:
-        return None
-    if name in walk.drop:
-        return Identity(), False
-    if album.is_albumentations(obj):
-        found = album.standin(obj)
-        return (found, False) if found is not None else None
-    size = fixed_size(obj)
-    if is_torchvision(obj):
-        if name in ("RandomResizedCrop", "RandomCrop") and size is not None:
-            return _crop_standin(obj, size), False
-        if name in IDENTITY_STANDINS:
-            return Identity(), False
-        return None
-    if RANDOM_RESIZE.search(name) and size is not None and callable(obj):
-        return _crop_standin(obj, size), True
-    if GUESS_PATTERN.search(name) and callable(obj):
-        return Identity(), True
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,12 +92,20 @@ def substitute(obj: Any, location: str, walk: Walk, depth: int = 0) -> Any:
     if isinstance(obj, (list, tuple)):
         items = [substitute(item, f"{location}[{i}]", walk, depth + 1) for i, item in enumerate(obj)]
         return obj if all(a is b for a, b in zip(items, obj, strict=True)) else type(obj)(items)
+    if isinstance(obj, dict):
+        new = {k: substitute(v, f"{location}[{k!r}]", walk, depth + 1) for k, v in obj.items()}
+        return obj if all(new[k] is v for k, v in obj.items()) else new
+    if holds_pipelines(obj):
+        already = len(walk.found)
+        _substitute_attrs(obj, location, held_pipelines(obj), walk, depth)  # the holder stays; its pipelines change
+        if len(walk.found) > already:
+            return obj
     if isinstance(obj, types.FunctionType) and name not in walk.drop:
         already = len(walk.found)
         _substitute_around(obj, location, walk, depth)  # the function stays; what it uses is replaced
         if len(walk.found) > already:
             return obj
-    found = _standin(obj, walk)  # a function that uses no pipeline: by its name
+    found = standin(obj, walk.keep, walk.drop)  # a function that uses no pipeline: by its name
     if found is None and isinstance(obj, functools.partial):
         return _substitute_partial(obj, location, walk, depth)
     if found is None:
@@ -211,6 +113,63 @@ def substitute(obj: Any, location: str, walk: Walk, depth: int = 0) -> Any:
     replacement, guessed = found
     walk.found.append(Found(location, describe(obj), describe(replacement), guessed))
     return replacement
+
+
+def holds_pipelines(obj: object) -> bool:
+    """An object of the script's own class (or its project's) that applies pipelines it holds:
+    torchvision's reference presets (``self.transforms = T.Compose([...])``, called from
+    ``__call__``), a class around an albumentations ``Compose``, a ``nn.Module`` of transforms."""
+    if isinstance(obj, (type, types.FunctionType, types.MethodType, functools.partial)) or not callable(obj):
+        return False
+    if is_torchvision(obj) or album.is_albumentations(obj) or not _user_code(type(obj)):
+        return False
+    return bool(held_pipelines(obj))
+
+
+def held_pipelines(obj: object) -> tuple[str, ...]:
+    """The names of ``obj``'s attributes that hold pipelines and that its ``__call__`` (or
+    ``forward``) reads, directly or through the methods it calls: a Compose, a list, tuple or
+    dict of transforms, a function of the script's, or another object that holds pipelines."""
+    attrs = getattr(obj, "__dict__", None)
+    if not isinstance(attrs, dict):
+        return ()
+    read = _names_read(type(obj))
+    return tuple(
+        name
+        for name, value in attrs.items()
+        if name in read and not name.startswith("__") and (_holds_transforms(value) or _holder_like(value))
+    )
+
+
+def _names_read(cls: type) -> set[str]:
+    """The attribute names the class's ``__call__`` and ``forward`` read, and those of the methods
+    they call on ``self``, a few calls deep."""
+    names: set[str] = set()
+    todo = [m for m in ("__call__", "forward") if isinstance(getattr(cls, m, None), types.FunctionType)]
+    for _ in range(MAX_DEPTH):
+        if not todo:
+            break
+        fresh = set(global_names(getattr(cls, todo.pop()).__code__)) - names
+        names |= fresh
+        todo += [n for n in fresh if isinstance(getattr(cls, n, None), types.FunctionType)]
+    return names
+
+
+def _holds_transforms(value: object) -> bool:
+    if isinstance(value, dict):
+        return bool(value) and all(callable(v) and not isinstance(v, type) for v in value.values())
+    return pipeline_like(value)
+
+
+def _holder_like(value: object) -> bool:
+    """Another object of the script's classes with pipelines inside (searched no deeper than this:
+    ``holds_pipelines`` asks again when the walk gets there)."""
+    if isinstance(value, (type, types.FunctionType, functools.partial)) or not callable(value):
+        return False
+    if is_torchvision(value) or album.is_albumentations(value) or not _user_code(type(value)):
+        return False
+    inner = getattr(value, "__dict__", None)
+    return isinstance(inner, dict) and any(_holds_transforms(v) for v in inner.values())
 
 
 def _substitute_container(obj: Any, location: str, walk: Walk, depth: int) -> Any:
@@ -228,7 +187,7 @@ def _substitute_container(obj: Any, location: str, walk: Walk, depth: int) -> An
 
         return type(obj)(*[m if isinstance(m, torch.nn.Module) else torch.nn.Identity() for m in new])
     if type(obj).__name__ == "RandomOrder":
-        return _tv_module(obj).Compose(new)
+        return tv_module(obj).Compose(new)
     return type(obj)(new)
 
 
@@ -318,7 +277,7 @@ def _substitute_around(fn: types.FunctionType, location: str, walk: Walk, depth:
             continue
         if isinstance(held, types.FunctionType):  # a helper it calls: searched in turn, never replaced itself
             _substitute_around(held, where, walk, depth + 1)
-        elif pipeline_like(held):
+        elif pipeline_like(held) or holds_pipelines(held):
             _replace(holder, attr, where, walk, depth)
 
 

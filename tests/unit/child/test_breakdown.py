@@ -161,3 +161,33 @@ def test_a_breakdown_taken_in_a_background_thread_ends_the_run_in_the_main_threa
         os.close(write)
     assert isinstance(ended, MeasurementDone)
     assert raised and isinstance(raised[0], MeasurementDone)
+
+
+class Preset:
+    """A preset object as torchvision's classification reference keeps one: a Compose in an
+    attribute, applied in ``__call__``."""
+
+    def __init__(self) -> None:
+        self.transforms = v1.Compose([v1.RandomResizedCrop(32), v1.RandomHorizontalFlip(), v1.Lambda(slow_step)])
+        self.finish = [v1.ToTensor()]
+
+    def __call__(self, img):
+        img = self.transforms(img)
+        for step in self.finish:
+            img = step(img)
+        return img
+
+
+def test_the_pipelines_inside_a_preset_object_are_timed_step_by_step() -> None:
+    preset = Preset()
+    pipeline, finish = preset.transforms, preset.finish
+    fields = breakdown.measure(DataLoader(Images(preset), batch_size=4), 8, torch)
+    assert names(fields) == [
+        "RandomResizedCrop", "RandomHorizontalFlip", "Lambda", "ToTensor", "read and decode ", "collate",
+    ]  # fmt: skip
+    by_name = {s["name"].split("(")[0]: s for s in fields["steps"]}
+    assert by_name["Lambda"]["location"] == "dataset.transform.transforms[2]"
+    assert by_name["ToTensor"]["location"] == "dataset.transform.finish[0]"
+    assert by_name["Lambda"]["ns_per_sample"] >= 3e6
+    assert preset.transforms is pipeline and preset.finish is finish
+    assert [type(s).__name__ for s in pipeline.transforms] == ["RandomResizedCrop", "RandomHorizontalFlip", "Lambda"]

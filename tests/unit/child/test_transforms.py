@@ -12,7 +12,8 @@ from torchvision import transforms as v1
 from torchvision.transforms import v2
 
 from fastload_cli.runner.child.samples import check_on_sample, probe
-from fastload_cli.runner.child.transforms import Identity, derandomize, find_augmentations
+from fastload_cli.runner.child.standins import Identity
+from fastload_cli.runner.child.transforms import derandomize, find_augmentations
 
 NONE: frozenset[str] = frozenset()
 
@@ -287,3 +288,73 @@ def test_a_pipeline_a_streaming_map_applies_on_the_fly_is_replaced_checked_and_r
     assert torch.equal(*first)  # deterministic now
     walk.restore()
     assert TRAIN_TRANSFORMS.transforms[0].__class__.__name__ == "RandomResizedCrop"
+
+
+class ClassificationPresetTrain:
+    """Shaped like the train preset of torchvision's classification reference: the pipeline built
+    from options in ``__init__``, kept in an attribute, applied in ``__call__``. Another pipeline
+    it holds but never applies stays as it is."""
+
+    def __init__(self, *, crop_size: int, hflip_prob: float = 0.5, random_erase_prob: float = 0.0, tv=v1) -> None:
+        steps = [tv.RandomResizedCrop(crop_size, antialias=True)]
+        if hflip_prob > 0:
+            steps.append(tv.RandomHorizontalFlip(hflip_prob))
+        steps += [tv.TrivialAugmentWide(), tv.PILToTensor(), tv.ConvertImageDtype(torch.float)]
+        steps.append(tv.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)))
+        if random_erase_prob > 0:
+            steps.append(tv.RandomErasing(p=random_erase_prob))
+        self.transforms = tv.Compose(steps)
+        self.unused = tv.Compose([tv.RandomCrop(8)])
+
+    def __call__(self, img):
+        return self._apply(img)
+
+    def _apply(self, img):
+        return self.transforms(img)
+
+
+class Stages:
+    """A class around other holders and a dict of transforms, read through a helper method."""
+
+    def __init__(self) -> None:
+        self.preset = ClassificationPresetTrain(crop_size=32, random_erase_prob=1.0)
+        self.extra = {"jitter": v1.ColorJitter(0.4)}
+
+    def __call__(self, img):
+        return self.extra["jitter"](self.preset(img))
+
+
+@pytest.mark.parametrize("tv", [v1, v2], ids=["v1", "v2"])
+def test_pipelines_a_preset_object_holds_are_found_replaced_checked_and_restored(tv) -> None:
+    preset = ClassificationPresetTrain(crop_size=40, random_erase_prob=1.0, tv=tv)
+    pipeline = preset.transforms
+    dataset = Images(transform=preset)
+    before = probe(dataset)
+    expected = ["RandomResizedCrop", "RandomHorizontalFlip", "TrivialAugmentWide", "RandomErasing"]
+    assert names(find_augmentations(dataset, NONE, NONE)) == expected
+    assert preset.transforms is pipeline  # finding changes nothing
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == expected and not walk.problems
+    assert walk.found[0].location == "dataset.transform.transforms[0]"
+    assert dataset.transform is preset and preset.unused.transforms[0].__class__.__name__ == "RandomCrop"
+    assert check_on_sample(dataset, walk, before) is None  # the same shapes, now deterministic
+    assert torch.equal(dataset[1][0], dataset[1][0])
+    walk.restore()
+    assert preset.transforms is pipeline
+
+
+def test_holders_inside_holders_and_dicts_of_transforms_are_followed() -> None:
+    stages = Stages()
+    walk = derandomize(Images(transform=stages), NONE, NONE)
+    assert names(walk.found) == [
+        "RandomResizedCrop", "RandomHorizontalFlip", "TrivialAugmentWide", "RandomErasing", "ColorJitter",
+    ]  # fmt: skip
+    assert walk.found[-1].location == "dataset.transform.extra['jitter']"
+    walk.restore()
+    assert isinstance(stages.extra["jitter"], v1.ColorJitter)
+
+
+def test_a_preset_object_with_a_deterministic_pipeline_is_left_alone() -> None:
+    preset = ClassificationPresetTrain(crop_size=40, hflip_prob=0.0)
+    preset.transforms = v1.Compose([v1.Resize(40), v1.CenterCrop(40), v1.ToTensor()])
+    assert find_augmentations(Images(transform=preset), NONE, NONE) == []
