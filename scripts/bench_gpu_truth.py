@@ -7,8 +7,10 @@ written, alternated with each change that would tell its cause, ``--rounds`` rou
 
 The changes (``plain_epochs.py``'s options, as a user would edit the script):
 
-- gpu-transfer: ``pin_memory=True`` (the zoo's loop then copies with ``non_blocking=True``), and
-  8 workers: if the copies are the limit, pinning helps and more workers do not.
+- gpu-transfer: ``pin_memory=True`` (the zoo's loop then copies with ``non_blocking=True``), 8
+  workers, and uint8 frames converted on the device (``--uint8``, a quarter of the bytes): if the
+  copies are the limit, fewer bytes help and more workers do not; pinning helps where the copy,
+  not the pinning, is what the loop waits for.
 - gpu-input-bound: 8 workers: if the CPU workers are the limit, more of them help.
 - gpu-large-model: 8 workers: a busy GPU gains nothing from more of them.
 - gpu-tiny-kernels: 0 workers, as written (its loader has none): the control, a rerun of itself.
@@ -31,29 +33,37 @@ from pathlib import Path
 from benchlib import ROOT, alternated, median_range, ratio_of_rounds, write_json
 
 ZOO = ROOT / "scripts" / "zoo"
-# case -> its arms: name -> (num_workers, plain_epochs.py options); "written" is the script as it is
-ARMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
-    "gpu-transfer": {"written": ("own", ()), "pinned": ("own", ("--set", "pin_memory=True")), "workers=8": ("8", ())},
-    "gpu-input-bound": {"written": ("own", ()), "workers=8": ("8", ())},
-    "gpu-large-model": {"written": ("own", ()), "workers=8": ("8", ())},
-    "gpu-tiny-kernels": {"written": ("own", ()), "again": ("own", ())},
+# case -> its arms: name -> (num_workers, plain_epochs.py options, the script's own arguments);
+# "written" is the script as it is
+Arm = tuple[str, tuple[str, ...], tuple[str, ...]]
+ARMS: dict[str, dict[str, Arm]] = {
+    "gpu-transfer": {
+        "written": ("own", (), ()),
+        "pinned": ("own", ("--set", "pin_memory=True"), ()),
+        "workers=8": ("8", (), ()),
+        "uint8": ("own", (), ("--uint8",)),
+    },
+    "gpu-input-bound": {"written": ("own", (), ()), "workers=8": ("8", (), ())},
+    "gpu-large-model": {"written": ("own", (), ()), "workers=8": ("8", (), ())},
+    "gpu-tiny-kernels": {"written": ("own", (), ()), "again": ("own", (), ())},
 }
 RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULTILINE)  # plain_epochs.py's line
 
 
-def plain_rate(case: str, workers: str, options: tuple[str, ...], epochs: tuple[str, ...]) -> float:
+def plain_rate(case: str, arm: Arm, epochs: tuple[str, ...]) -> float:
     """The warm epochs' samples/s of one plain run of ``case``."""
+    workers, options, script_args = arm
     script = ZOO / (case.replace("-", "_") + ".py")
-    command = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *epochs, *options]
-    done = subprocess.run([*command, workers, str(script)], cwd=ROOT, capture_output=True, text=True, check=False)
+    command = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *epochs, *options, workers, str(script)]
+    done = subprocess.run([*command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
     found = RATE.findall(done.stderr)
     if done.returncode != 0 or not found:
-        raise SystemExit(f"plain run of {case} ({workers} {' '.join(options)}) failed: {done.stderr[-600:]}")
+        raise SystemExit(f"plain run of {case} ({' '.join(command[2:])}) failed: {done.stderr[-600:]}")
     return float(found[-1][2]) or float(found[-1][1])
 
 
 def truth(case: str, rounds: int, epochs: tuple[str, ...]) -> dict[str, object]:
-    arms = {name: (lambda w=w, o=o: plain_rate(case, w, o, epochs)) for name, (w, o) in ARMS[case].items()}
+    arms = {name: (lambda arm=arm: plain_rate(case, arm, epochs)) for name, arm in ARMS[case].items()}
     rates = alternated(arms, rounds)
     ratios = {name: round(ratio_of_rounds(r, rates["written"]), 3) for name, r in rates.items() if name != "written"}
     for name, r in rates.items():

@@ -78,8 +78,8 @@ def findings(step: str, out: Path) -> dict[str, Any]:
         return {"pytest": _last_line(out / "gpu-tests.log")}
     if step == "prefetchers":
         return _prefetchers(out / "prefetchers.json")
-    if step == "gpu-zoo":
-        return _zoo(out / "gpu-zoo.json")
+    if step.startswith("zoo-"):
+        return _zoo(out / f"{step}.json")
     if step == "truth":
         return _truth(out / "truth.json")
     found = _report(out / f"{step}.json")
@@ -176,6 +176,10 @@ def _zoo(path: Path) -> dict[str, Any]:
     }
 
 
+def _blank(value: object) -> str:
+    return "" if value is None else str(value)
+
+
 def summary_markdown(document: dict[str, Any]) -> str:
     """The page a person reads first: the machine, a row per step, then what each step found."""
     lines = ["# fastload GPU validation" + (" (dry run: nothing measured)" if document["dry_run"] else ""), ""]
@@ -184,9 +188,10 @@ def summary_markdown(document: dict[str, Any]) -> str:
         f"| {key} | {json.dumps(value) if not isinstance(value, str) else value} |"
         for key, value in document["machine"].items()
     ]
-    lines += ["", "| step | status | time s |", "| --- | --- | --- |"]
+    lines += ["", "| call | step | status | time s | limit s |", "| --- | --- | --- | --- | --- |"]
     lines += [
-        f"| {s['step']} | {s['status']} | {s['wall_s'] if s['wall_s'] is not None else ''} |" for s in document["steps"]
+        f"| {s.get('call', '')} | {s['step']} | {s['status']} | {_blank(s['wall_s'])} | {_blank(s.get('limit_s'))} |"
+        for s in document["steps"]
     ]
     for step in document["steps"]:
         lines += ["", f"## {step['step']}", "", f"`{step['command']}`", ""]

@@ -4,6 +4,8 @@ its dry run checks every command it would run, and its runner stops what overrun
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -25,9 +27,61 @@ def test_the_dry_run_checks_every_command_it_would_run(tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     steps = json.loads((tmp_path / "summary.json").read_text())["steps"]
     examples = {f"example-{p.stem}" for p in (ROOT / "fastload_cli" / "examples").glob("[!_]*.py")}
-    assert {s["step"] for s in steps} == {"gpu-tests", "truth", "gpu-zoo", "transfer-fixes", "prefetchers", *examples}
+    zoo = {f"zoo-{case}" for case in validation.GPU_CASES.split(",")}
+    first = {s["step"] for s in steps if s["call"] == 1}
+    assert first == {"gpu-tests", *zoo, "truth", "reference-cuda"}
+    assert {s["step"] for s in steps if s["call"] == 2} == {"transfer-fixes", "prefetchers", *examples}
     assert all(s["status"] == "checked" for s in steps), steps
-    assert "# fastload GPU validation (dry run" in (tmp_path / "summary.md").read_text()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "# fastload GPU validation (dry run" in summary and "| call 1 | 460 s of steps in 465 s |" in summary
+
+
+def test_each_call_fits_the_machine_and_every_step_has_a_limit(tmp_path) -> None:
+    steps = validation.plan(tmp_path)
+    assert validation.over_budget(steps) == []
+    # the device allows a command 10 minutes: the first call at most 8, the second at most 4
+    assert validation.CALL_BUDGET_S[1] <= 8 * 60 and validation.CALL_BUDGET_S[2] <= 4 * 60
+    assert all(0 < s.timeout_s <= validation.CALL_BUDGET_S[s.call] for s in steps)
+    # the most telling first: the GPU tests, then each zoo case once
+    assert [s.name for s in steps[:2]] == ["gpu-tests", "zoo-gpu-transfer"]
+    # three diagnoses of each zoo case do not fit one call: the dry run says so
+    problems = validation.over_budget(validation.plan(tmp_path, zoo_repeats=3))
+    assert problems and problems[0].startswith("call 1: its steps' limits add up to")
+
+
+# A call of two steps that the machine's limit cuts while the second runs: the first writes its
+# result and passes; the second never ends.
+CUT_CALL = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {scripts!r})
+import gpu_validation as validation
+out = Path({out!r})
+steps = [
+    validation.Step("first", (sys.executable, "-c", "open({result!r}, 'w').write('measured')"), 30),
+    validation.Step("second", (sys.executable, "-c", "import time; time.sleep(120)"), 120),
+]
+validation.run_steps(steps, out, time.monotonic() + 300, {{"commit": "test"}}, dry=False)
+"""
+
+
+def test_a_call_cut_short_keeps_every_finished_steps_results(tmp_path) -> None:
+    result = tmp_path / "first-result.txt"
+    code = CUT_CALL.format(scripts=str(ROOT / "scripts"), out=str(tmp_path), result=str(result))
+    call = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "second.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "second.log").exists(), "the second step never started"
+    finally:
+        os.killpg(call.pid, signal.SIGTERM)  # as `timeout` ends a command past its limit
+        call.wait(timeout=30)
+    assert call.returncode == 128 + signal.SIGTERM
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [(s["step"], s["status"]) for s in summary["steps"]] == [("first", "passed")]
+    assert summary["steps"][0]["wall_s"] is not None and result.read_text() == "measured"
+    assert "| 1 | first | passed |" in (tmp_path / "summary.md").read_text()
 
 
 @pytest.mark.parametrize(
