@@ -178,8 +178,10 @@ SWEEP_WHOLE_EPOCHS = 3
 # epochs' (docs/benchmarks.md); a wider gap stands, and the report's caveat names the setting.
 FIRST_EPOCH_MARGIN = 1.5
 # Settings a sweep that starts from a prediction measures at most, besides the script's own: the
-# predicted best and its neighbours, and a few more while the measured points keep rising.
-PREDICT_MAX_SETTINGS = 5
+# predicted best and its neighbours, and a few more while the measured points keep rising or the
+# loop still waits beside idle cores. Four reach the best setting of a 128-core host's curve in
+# the model of scripts/simulate_search.py (docs/sweeps.md).
+PREDICT_MAX_SETTINGS = 4
 
 # -- Recommendation rules that rest on the breakdown, the batch and the epochs --------------------
 

@@ -1,15 +1,18 @@
 """A num_workers sweep that starts from a prediction (``predict``) and verifies it.
 
-The setting where predicted returns end is measured first, then the one below it (do fewer
-workers do as well?), then, while the highest setting measured is the fastest beyond the noise,
-settings above it, half as many workers more each time (over short epochs, where throughput
-rises in steps, the first setting of each step instead): the search refines only where the
-measurements disagree with the prediction. An epoch too short for a steady window never caps
-it: such a setting is measured across whole epochs, each one's start-up and drain included, as
-training experiences them. Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS``
-end it. Then the best setting and the script's own are confirmed as in ``climb``; where the loaders
-compete with the step, the script's own setting and fewer workers that the steady windows did not
-find slower are measured over whole epochs (``epochs``).
+The setting where predicted returns end is measured first. While the loop still waits for data
+there beside idle cores, the search climbs: to as many workers as would make the rate the step
+takes with free inputs at the rate per worker measured (at least half as many more), returns
+inside the noise notwithstanding (two flat steps in a row end it). Then the one below the fastest
+(do fewer workers do as well?), then, while the highest setting measured is the fastest beyond the
+noise, settings above it (over short epochs, where throughput rises in steps, the first setting
+of each step instead): the search refines only where the measurements disagree with the
+prediction. An epoch too short for a steady window never caps it: such a setting is measured
+across whole epochs, each one's start-up and drain included, as training experiences them.
+Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS`` end it. Then the best setting
+and the script's own are confirmed as in ``climb``; where the loaders compete with the step, the
+script's own setting and fewer workers that the steady windows did not find slower are measured
+over whole epochs (``epochs``).
 
 Pure functions: ``step.next_step`` asks ``plan`` once the script's own setting is measured.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs
@@ -42,7 +46,7 @@ def plan(
         return NextSetting(confirmation(measured, limits, current), f"the run with {failed} workers failed")
     target, stopped = capped(curve.best, points, limits)
     tried = [w for w in measured if w != current]
-    for workers in _around(target, measured, limits, down):
+    for workers in _around(target, measured, limits, down, curve.consumer_per_s):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
     again = confirmation(measured, limits, current)
@@ -56,31 +60,62 @@ def pending(
     points: Sequence[SweepPoint], limits: Limits, current: int, curve: Curve, *, down: bool = False
 ) -> list[int]:
     """The settings ``plan`` asks for, in order, before any of them could change its course: those
-    of ``_around`` not measured yet, within ``PREDICT_MAX_SETTINGS``; none after a failed run."""
+    of ``_around`` not measured yet, within ``PREDICT_MAX_SETTINGS``; none after a failed run.
+    Before the predicted setting is measured, the one below it too: where one run of the script
+    measures settings in turn, the pair costs hardly more than one, whichever way the climb goes."""
     measured = plain(points)
     if any(p.throughput_samples_per_s is None for p in measured.values()):
         return []
     target, _ = capped(curve.best, points, limits)
     left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
-    wanted = [w for w in dict.fromkeys(_around(target, measured, limits, down)) if w not in measured]
+    planned = _around(target, measured, limits, down, curve.consumer_per_s)
+    if planned == [max(target, limits.min_workers)] and planned[0] not in measured:
+        planned = [*planned, *_below(planned[0], limits, down)]
+    wanted = [w for w in dict.fromkeys(planned) if w not in measured]
     return wanted[: max(0, left)]
 
 
-def _around(target: int, measured: dict[int, SweepPoint], limits: Limits, down: bool = False) -> list[int]:
-    """The settings that verify ``target``: itself, one below (a quarter fewer workers, never under
-    ``min_workers``), with ``down`` no workers (where ``min_workers`` allows), and while the
-    highest measured setting is the fastest (beyond the noise), one above it (half as many more).
+def _below(best: int, limits: Limits, down: bool) -> list[int]:
+    """What verifies that ``best`` is where returns end: a quarter fewer workers (never under
+    ``min_workers``), and with ``down`` no workers (where ``min_workers`` allows)."""
+    lower = max(best - max(1, best // 4), limits.min_workers)
+    none = [0] if down and limits.min_workers == 0 else []
+    return [*([lower] if lower < best else []), *none]
+
+
+def _around(
+    target: int, measured: dict[int, SweepPoint], limits: Limits, down: bool = False, consumer: float | None = None
+) -> list[int]:
+    """The settings that verify ``target``: itself; then, while the loop still waits for data at the
+    highest setting measured beside idle cores (``_starved_top``), one above it (``_up``); once it
+    does not, one below the fastest of those (a quarter fewer workers, never under ``min_workers``:
+    do fewer do as well?) and, with ``down``, no workers (where ``min_workers`` allows); then, while the
+    highest measured setting is the fastest beyond the noise (``_rising_top``), one above it.
     Over whole epochs, the steps of ``_steps`` instead, and no workers after them with ``down``."""
     target = max(target, limits.min_workers)
-    none = [0] if down and limits.min_workers == 0 else []
     if fewest_for_rounds(target, limits):
-        return [*_steps(target, measured, limits), *none]
-    lower = max(target - max(1, target // 4), limits.min_workers)
-    wanted = [target, *([lower] if lower < target else []), *none]
-    top = _rising_top(measured, wanted)
-    if top is not None and top < limits.max_workers:
-        wanted.append(min(limits.max_workers, top + max(1, top // 2)))
+        return [*_steps(target, measured, limits), *([0] if down and limits.min_workers == 0 else [])]
+    wanted = [target]
+    while not down and (top := _starved_top(measured, wanted)) is not None and top < limits.max_workers:
+        wanted.append(_up(measured[top], limits, consumer))
+    if not all(w in measured for w in wanted):
+        return wanted
+    fastest = max(usable(measured[w] for w in wanted), key=throughput, default=None)
+    wanted += _below(fastest.workers if fastest is not None else target, limits, down)
+    while (top := _rising_top(measured, wanted)) is not None and top < limits.max_workers:
+        wanted.append(_up(measured[top], limits, consumer))
     return wanted
+
+
+def _up(top: SweepPoint, limits: Limits, consumer: float | None) -> int:
+    """The setting above ``top`` to measure: as many workers as would make the rate the step takes
+    with free inputs (``consumer``) at ``top``'s measured rate per worker, at least half as many
+    more, within ``max_workers``. A curve that bends (workers sharing memory bandwidth) falls short
+    of that rate there, and the next step up measures again from that setting."""
+    half = top.workers + max(1, top.workers // 2)
+    rate = throughput(top)
+    reach = math.ceil(top.workers * consumer / rate) if consumer and rate > 0 and top.workers else half
+    return min(limits.max_workers, max(half, reach))
 
 
 def _steps(target: int, measured: dict[int, SweepPoint], limits: Limits) -> list[int]:
@@ -112,6 +147,31 @@ def _rising_top(measured: dict[int, SweepPoint], wanted: list[int]) -> int | Non
     others = [p for p in ok if p.workers < top.workers]
     rising = top.workers == max(measured) and (not others or faster(top, max(others, key=throughput)))
     return top.workers if rising else None
+
+
+def _starved_top(measured: dict[int, SweepPoint], climbed: list[int]) -> int | None:
+    """Once ``climbed`` is measured: its last setting, where the loop still waits for data there
+    beside idle cores (``starved``) and no setting with fewer workers beats it beyond the noise:
+    more workers can still feed the step. Returns inside the noise do not end such a climb at once (short
+    epochs swing a setting's rate); two steps up in a row that gain nothing beyond it do (a limit
+    the waits do not show: storage bandwidth, a lock)."""
+    ok = usable(measured.values())
+    if not ok or not all(w in measured for w in climbed):
+        return None
+    highest = measured[climbed[-1]]
+    if highest.throughput_samples_per_s is None or not starved(highest):
+        return None
+    if any(faster(p, highest) for p in ok if p.workers < highest.workers):
+        return None  # fewer workers did better: more of them do not help here
+    flat = [not faster(measured[b], measured[a]) for a, b in pairwise(climbed)]
+    return None if flat[-2:] == [True, True] else highest.workers
+
+
+def starved(p: SweepPoint) -> bool:
+    """At ``p``'s setting the loop still waited for data (``WAIT_COMPUTE_BOUND``) while the cores had
+    room (under ``CPU_SATURATED``): more workers can still feed it."""
+    wait, busy = p.data_wait_fraction, p.system_cpu_busy_fraction
+    return wait is not None and wait >= th.WAIT_COMPUTE_BOUND and busy is not None and busy < th.CPU_SATURATED
 
 
 def fewest_for_rounds(target: int, limits: Limits) -> int:

@@ -11,10 +11,12 @@ from typing import Any
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs, parts
 from fastload_cli.analyzer.search.climb import climb
+from fastload_cli.analyzer.search.guided import starved
 from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import (
     beats,
     faster,
+    noise,
     path_noise,
     plain,
     pooled,
@@ -39,7 +41,6 @@ def conclude(
     best = max(ok, key=throughput)
     near_best = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
     chosen = min(near_best, key=lambda p: p.workers)
-    knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
     base = measured.get(current) if current is not None else None
     base = base if base is not None and base.throughput_samples_per_s is not None else None
     variant = _better_variant(points, chosen)
@@ -54,10 +55,8 @@ def conclude(
         chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
     if base is not None and not significant:
         chosen, variant, top, gain = base, None, base, 1.0  # nothing measured beats the script's own setting
-    stopped = _stopped(points, limits, curve)
-    # a limit cut the search while the most workers measured were as fast as any: returns had not ended
-    highest = measured[max(measured)]
-    rising = stopped is not None and limits.grid is None and highest in ok and not faster(best, highest)
+    stopped = _stopped(points, limits, curve, current)
+    diminishing_at, reason = _where_returns_end(measured, best, stopped, limits, cpu_count)
     result = SweepResult(
         points=tuple(sorted(pooled(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
@@ -70,8 +69,8 @@ def conclude(
         memory_cost_bytes=(
             top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
         ),
-        diminishing_at=None if rising else knee.workers,
-        reason=still_rising(highest, stopped) if rising and stopped else why_returns_end(knee, cpu_count, limits),
+        diminishing_at=diminishing_at,
+        reason=reason,
         stopped=stopped,
         caveats=(*across_epochs(measured, limits), *parts.apart(measured), *held_back),
         **_predicted(curve, measured, current),
@@ -79,11 +78,44 @@ def conclude(
     return replace(result, conclusion=conclusion(result), returns=returns(result))
 
 
-def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None) -> str | None:
-    """Why the search ended before returns were seen to end, when a limit ended it."""
+def _where_returns_end(
+    measured: dict[int, SweepPoint], best: SweepPoint, stopped: str | None, limits: Limits, cpu_count: int | None
+) -> tuple[int | None, str]:
+    """The setting past which more workers did not help, and why; none where a limit cut the search
+    while the most workers measured were as fast as any (returns had not ended)."""
+    ok = usable(measured.values())
+    highest = measured[max(measured)]
+    if stopped is not None and limits.grid is None and highest in ok and not faster(best, highest):
+        return None, still_rising(highest, stopped)
+    knee, above = _knee(ok, best)
+    return knee.workers, why_returns_end(knee, cpu_count, limits, above)
+
+
+def _knee(ok: Sequence[SweepPoint], best: SweepPoint) -> tuple[SweepPoint, SweepPoint | None]:
+    """Where returns end: the fewest workers that ``best`` does not beat beyond the noise; and the
+    next setting measured past it, which says how far past it the runs could tell."""
+    knee = min((p for p in ok if not faster(best, p)), key=lambda p: p.workers)
+    return knee, min((p for p in ok if p.workers > knee.workers), key=lambda p: p.workers, default=None)
+
+
+def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None, current: int | None) -> str | None:
+    """Why the search ended before returns were seen to end, when a limit ended it: memory,
+    ``max_workers``, or the settings a guided sweep allows while the loop still waited at the most
+    workers measured beside idle cores."""
     if limits.grid is not None:
         return None
-    return capped(curve.best, points, limits)[1] if curve is not None else climb(points, limits)[1]
+    if curve is None:
+        return climb(points, limits)[1]
+    why = capped(curve.best, points, limits)[1]
+    measured = plain(points)
+    highest = measured[max(measured)] if measured else None
+    tried = [w for w in measured if w != current]
+    if why is None and highest is not None and starved(highest) and len(tried) >= th.PREDICT_MAX_SETTINGS:
+        return (
+            f"it measured the {th.PREDICT_MAX_SETTINGS} settings a sweep allows, and at {highest.workers} workers the "
+            f"loop still waited {pct(highest.data_wait_fraction)} of the time beside idle cores"
+        )
+    return why
 
 
 def _predicted(curve: Curve | None, measured: dict[int, SweepPoint], current: int | None) -> dict[str, Any]:
@@ -158,8 +190,11 @@ def still_rising(highest: SweepPoint, stopped: str) -> str:
     return f"returns had not ended at {highest.workers} workers, the most the search could try: {stopped}"
 
 
-def why_returns_end(knee: SweepPoint, cpu_count: int | None, limits: Limits | None = None) -> str:
-    """Why more workers than ``knee`` did not help, from what was measured at the knee."""
+def why_returns_end(
+    knee: SweepPoint, cpu_count: int | None, limits: Limits | None = None, above: SweepPoint | None = None
+) -> str:
+    """Why more workers than ``knee`` did not help, from what was measured at the knee (and at
+    ``above``, the next setting measured past it)."""
     n = knee.workers
     busy, wait, loaders = knee.system_cpu_busy_fraction, knee.data_wait_fraction, knee.loader_busy_fraction
     if limits is not None and not limits.persistent_workers and limits.too_many(n) and knee.startup_s:
@@ -187,4 +222,10 @@ def why_returns_end(knee: SweepPoint, cpu_count: int | None, limits: Limits | No
         if text
     )
     detail = detail or "no CPU or wait figures"
-    return f"throughput stopped rising at {n} workers ({detail}); the cause was not measured"
+    past = ""
+    if above is not None and knee.throughput_samples_per_s:
+        gain = throughput(above) / knee.throughput_samples_per_s
+        past = (
+            f": {above.workers} workers measured {gain:.2f}x that, inside the runs' noise (±{pct(noise(above, knee))})"
+        )
+    return f"throughput stopped rising at {n} workers ({detail}){past}; the cause was not measured"

@@ -61,6 +61,7 @@ class Curve:
     points: tuple[tuple[int, float], ...]  # (workers, samples/s), every setting from 0 up
     best: int  # the fewest workers within a few percent of the highest predicted throughput
     limit: str  # what the plateau is: "the step", "the cores", or "--max-workers"
+    consumer_per_s: float | None = None  # samples/s the step takes with free inputs, where known
 
     def at(self, workers: int) -> float | None:
         return next((rate for n, rate in self.points if n == workers), None)
@@ -142,7 +143,8 @@ def predict(r: Rates, max_workers: int, epochs: Epochs | None = None) -> Curve:
     top = max(rate for _, rate in finite)
     best = min(n for n, rate in finite if rate >= top * (1 - th.SWEEP_PREFER_FEWER_WITHIN))
     limit = "the step" if top >= consumer * 0.999 else "the cores" if top >= cores * 0.999 else "--max-workers"
-    return Curve(points=tuple(finite), best=best, limit=limit)
+    measured_consumer = r.consumer_per_s if r.consumer_per_s and math.isfinite(r.consumer_per_s) else None
+    return Curve(points=tuple(finite), best=best, limit=limit, consumer_per_s=measured_consumer)
 
 
 def from_runs(

@@ -12,7 +12,7 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search import guided, outcome, sizing, step
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.predict import Curve
-from fastload_cli.records import Mode, ModeSpec
+from fastload_cli.records import Mode, ModeSpec, SweepPoint
 from tests.unit import builders as b
 from tests.unit.search.sweeps import Model, latency_bound, pt
 
@@ -21,15 +21,24 @@ def curve(best: int, top: int = 32) -> Curve:
     return Curve(points=tuple((n, 10.0 * min(n, best)) for n in range(top + 1)), best=best, limit="the cores")
 
 
-def verify(model: Model, limits: Limits, current: int, predicted: Curve, down: bool = False) -> list[int]:
-    """The settings the guided search measures after the script's own, in order (no confirmations)."""
+def verify(
+    model: Model, limits: Limits, current: int, predicted: Curve, down: bool = False, busy: float = 0.5
+) -> list[int]:
+    """The settings the guided search measures after the script's own, in order (no confirmations).
+    The loop waits for data in proportion to what a setting falls short of the model's plateau
+    (the step's rate); the cores are ``busy``."""
     limits = dataclasses.replace(limits, confirm=False)
-    points = [pt(current, model(current))]
+    plateau = max(model(n) for n in range(65))
+
+    def measured(workers: int) -> SweepPoint:
+        return pt(workers, model(workers), wait=1 - model(workers) / plateau, busy=busy)
+
+    points = [measured(current)]
     for _ in range(20):
         nxt = guided.plan(points, limits, current, predicted, down=down).workers
         if nxt is None:
             return [p.workers for p in points[1:]]
-        points.append(pt(nxt, model(nxt)))
+        points.append(measured(nxt))
     raise AssertionError("the search did not end")
 
 
@@ -42,8 +51,22 @@ def test_a_right_prediction_is_verified_by_the_setting_below_and_one_above() -> 
 
 
 def test_a_prediction_too_low_is_followed_up_while_throughput_keeps_rising() -> None:
-    # predicted 4, but latency-bound loading rises to 16: 4, 3, then half as many more each time
-    assert verify(latency_bound, Limits(), current=2, predicted=curve(4)) == [4, 3, 6, 9, 13]
+    # predicted 4, but latency-bound loading rises to 16: the loop still waits at 4 beside idle
+    # cores, so the search climbs before it looks below, half as many more each time (no rate with
+    # free inputs to aim at), within the PREDICT_MAX_SETTINGS it allows
+    assert verify(latency_bound, Limits(), current=2, predicted=curve(4)) == [4, 6, 9, 13]
+    # where the loop no longer waits, the one below is measured first, then the climb goes on
+    assert verify(latency_bound, Limits(), current=2, predicted=curve(4), busy=0.9) == [4, 3, 6, 9]
+
+
+def test_a_climb_aims_at_the_rate_the_step_takes_with_free_inputs() -> None:
+    # 16 cores, the step takes 1,640 samples/s: at 6 workers 921 (the loop waits 44%), so about
+    # 6 x 1,640 / 921 = 11 workers would feed it; at 11, 1,076: 17 would
+    def model(w: int) -> float:
+        return {4: 715.0, 6: 921.0, 11: 1076.0}.get(w, 1640.0 if w >= 14 else 1452.0)
+
+    aimed = dataclasses.replace(curve(6), consumer_per_s=1640.0)
+    assert verify(model, Limits(), current=4, predicted=aimed)[:3] == [6, 11, 17]
 
 
 def test_a_prediction_too_high_lands_on_a_plateau_and_stops() -> None:
@@ -150,7 +173,7 @@ def test_where_the_workers_compete_with_the_step_the_search_measures_no_workers_
     def model(w: int) -> float:
         return 117.0 if w == 0 else 100.0
 
-    assert verify(model, Limits(), current=2, predicted=curve(2)) == [1]
+    assert verify(model, Limits(), current=2, predicted=curve(2), busy=0.95) == [1]
     assert verify(model, Limits(), current=2, predicted=curve(2), down=True) == [1, 0]
     assert verify(model, Limits(min_workers=1), current=2, predicted=curve(2), down=True) == [1]  # the floor holds
     points = [pt(2, 100.0), pt(1, 100.0), pt(0, 117.0)]
