@@ -51,7 +51,7 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
     s = f.sweep
     if s is None or not s.significant or s.recommended_workers is None or s.current_workers is None:
         return None
-    if (speedup := s.speedup) is None:
+    if s.speedup is None:
         return None
     n, now = s.recommended_workers, s.current_workers
     extra = f", {s.recommended_variant.replace(',', ', ')}" if s.recommended_variant else ""
@@ -64,10 +64,9 @@ def measured_workers(f: Facts, v: Verdict) -> Recommendation | None:
         title=f"Use num_workers={n}{extra} (now {now}){weighed}",
         detail=(
             f"{search.conclusion(s)} A sweep under the real training step measured it (memory as process-tree "
-            f"RSS). {search.returns(s)} Its runs are told apart to ±{100 * s.noise:.0f}%: the gain given is what "
-            f"that leaves of it. Change it to:\n    {snippet}"
+            f"RSS). {search.returns(s)} Change it to:\n    {snippet}"
         ),
-        expected_speedup=capped(max(1.0, speedup / (1 + s.noise)), v.speedup_ceiling),
+        expected_speedup=capped(max(1.0, search.promised(s)), v.speedup_ceiling),
         measured=True,
         evidence=cited(v, FindingKind.SWEEP),
         num_workers=n,

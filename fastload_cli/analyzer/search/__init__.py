@@ -23,7 +23,7 @@ The modules, each one concern:
 from __future__ import annotations
 
 from fastload_cli.analyzer.search.limits import Limits
-from fastload_cli.analyzer.search.outcome import conclude, conclusion, returns
+from fastload_cli.analyzer.search.outcome import conclude, conclusion, promised, returns
 from fastload_cli.analyzer.search.state import Sizing, State, current_workers, measured_points, state
 from fastload_cli.analyzer.search.step import Step, next_step
 from fastload_cli.analyzer.search.variants import Variants, variants
@@ -45,6 +45,7 @@ __all__ = [
     "current_workers",
     "measured_points",
     "next_step",
+    "promised",
     "result",
     "returns",
     "state",

@@ -53,8 +53,9 @@ def conclude(
     if whole is not None and (not significant or top.workers < (current or 0)):  # fewer workers: whole epochs
         picked, significant = measured[whole.workers], whole.told_apart
         chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
+    significant = significant and gain is not None and gain / (1 + spread) >= th.SWEEP_MIN_PROMISE
     if base is not None and not significant:
-        chosen, variant, top, gain = base, None, base, 1.0  # nothing measured beats the script's own setting
+        chosen, variant, top, gain = base, None, base, 1.0  # nothing measurably beats the script's own setting
     stopped = _stopped(points, limits, curve, current)
     diminishing_at, reason = _where_returns_end(measured, best, stopped, limits, cpu_count)
     result = SweepResult(
@@ -138,10 +139,22 @@ def conclusion(result: SweepResult) -> str:
             p.variant == epochs.EPOCHS_VARIANT and p.workers == result.recommended_workers for p in result.points
         )
         over = " over whole epochs, each one's worker start-up included" if whole else ""
-        return f"Use {setting}: measured {result.speedup:.2f}x the script's own setting{over}{memory}."
+        return (
+            f"Use {setting}: {promised(result):.2f}x the script's own setting as measured{over}, less its runs' "
+            f"noise (±{100 * result.noise:.0f}%){memory}."
+        )
     if result.speedup is not None:
-        return f"Keep num_workers={result.current_workers}: no setting measured beats it by more than the noise."
+        return (
+            f"Keep num_workers={result.current_workers}: no setting measurably faster (none beats it by "
+            f"{th.SWEEP_MIN_PROMISE:.2f}x once the runs' noise is taken off)."
+        )
     return f"The highest throughput was measured at {result.best_workers} workers."
+
+
+def promised(result: SweepResult) -> float:
+    """What the advised setting promises: its measured speedup less its runs' noise, the one
+    figure the conclusion and the advice quote."""
+    return (result.speedup or 1.0) / (1 + result.noise)
 
 
 def returns(result: SweepResult) -> str:
@@ -225,7 +238,8 @@ def why_returns_end(
     past = ""
     if above is not None and knee.throughput_samples_per_s:
         gain = throughput(above) / knee.throughput_samples_per_s
+        told = "slower beyond" if faster(knee, above) else "inside"
         past = (
-            f": {above.workers} workers measured {gain:.2f}x that, inside the runs' noise (±{pct(noise(above, knee))})"
+            f": {above.workers} workers measured {gain:.2f}x that, {told} the runs' noise (±{pct(noise(above, knee))})"
         )
     return f"throughput stopped rising at {n} workers ({detail}){past}; the cause was not measured"

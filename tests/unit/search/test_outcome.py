@@ -163,13 +163,24 @@ def test_a_gain_is_measured_against_the_noise_of_every_setting_on_the_way() -> N
 def test_once_both_ends_are_measured_again_their_own_runs_are_the_noise() -> None:
     # in-memory-tensors: 0 workers against the script's 4, each measured twice; one run of 1 worker
     # between them varied by 15% across its window
-    ends = [pt(0, 13000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(0, 13200.0), pt(4, 11500.0, spread=0.12)]
+    ends = [pt(0, 14000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(0, 14200.0), pt(4, 11500.0, spread=0.12)]
     result = outcome.conclude([*ends, pt(1, 11600.0, spread=0.15), pt(2, 11400.0)], 4, Limits(), cpu_count=2)
     assert result is not None and result.significant and result.recommended_workers == 0
     assert result.noise == pytest.approx(0.12)
+    # 1.23x measured, 1.09x once the ends' own noise is off: "Use num_workers=0: 1.09x"
+    assert result.conclusion.startswith("Use num_workers=0: 1.09x the script's own setting as measured")
     once = [pt(0, 13000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(1, 11600.0, spread=0.15)]
     result = outcome.conclude(once, 4, Limits(), cpu_count=2)
     assert result is not None and not result.significant and result.noise == pytest.approx(0.15)
+
+
+def test_a_gain_its_noise_leaves_under_five_percent_is_not_advised() -> None:
+    # 0 workers against the script's 4, each measured twice: 1.14x, beyond the ends' ±12%, but only
+    # 1.02x once that noise is off: no setting is measurably faster, so the script's own is kept
+    ends = [pt(0, 13000.0, spread=0.03), pt(4, 11500.0, spread=0.09), pt(0, 13200.0), pt(4, 11500.0, spread=0.12)]
+    result = outcome.conclude(ends, 4, Limits(), cpu_count=2)
+    assert result is not None and not result.significant and result.recommended_workers == 4
+    assert result.conclusion.startswith("Keep num_workers=4: no setting measurably faster")
 
 
 def test_a_gain_after_a_slower_setting_is_advised_only_once_both_ends_are_measured_again() -> None:
