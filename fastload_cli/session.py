@@ -16,10 +16,11 @@ from typing import Protocol
 from fastload_cli.analyzer import Analysis, analyze, disturbed, next_runs, pathologies, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, describe_error, hint_for, killed_hint, timeout_hint
-from fastload_cli.analyzer.metrics import first_loader, summarize
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import runs_of, setting_settled
 from fastload_cli.analyzer.settle import epoch_end_near, settled
 from fastload_cli.analyzer.trials import cuda_available
+from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import (
     DEFAULT_BREAKDOWN_ITEMS,
     DEFAULT_FOLLOW_UP_BUDGET_S,

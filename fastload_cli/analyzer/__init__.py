@@ -9,22 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from fastload_cli.analyzer import pathologies, ranks, search, trials
 from fastload_cli.analyzer.caveats import caveats, disturbed, replayed
-from fastload_cli.analyzer.metrics import (
-    NS,
-    Span,
-    percentile,
-    primary_loader,
-    primary_loader_id,
-    steady_steps,
-    summarize,
-    workers_busy_fraction,
-)
+from fastload_cli.analyzer.metrics import Span, percentile, summarize, workers_busy_fraction
 from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.recommendations import advise
 from fastload_cli.analyzer.verdict import Facts, decide
+from fastload_cli.analyzer.window import NS, primary_loader, primary_loader_id, steady_steps
 from fastload_cli.records import (
     CACHE_LOCATION,
     BatchInfo,
@@ -199,6 +192,7 @@ def gather_facts(
         batch=batch_info(real_run) if real_run else None,
         epoch_startup_s=tuple((end - start) / 1e9 for start, end in starts),
         epoch_walls=epoch_walls(real_run) if real_run else (),
+        between_epochs_s=between_epochs(real_run) if real_run else (),
         startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
@@ -253,6 +247,19 @@ def epoch_walls(run: RunResult) -> tuple[tuple[float, int], ...]:
         ((end - it.started_ns) / NS, batches[it.iterator_id])
         for it, end in zip(starts, ends, strict=True)
         if batches[it.iterator_id] and end is not None
+    )
+
+
+def between_epochs(run: RunResult) -> tuple[float, ...]:
+    """What the script did between the training loader's epochs, each time: from the loop's
+    request past an epoch's last batch (its workers shut down) to the next iter() (evaluation,
+    checkpoints, logging)."""
+    loader_id = primary_loader_id(run)
+    starts = sorted((it for it in run.iterators if it.loader_id == loader_id), key=lambda it: it.started_ns)
+    return tuple(
+        (later.started_ns - it.ended_ns) / NS
+        for it, later in pairwise(starts)
+        if it.ended_ns is not None and later.started_ns >= it.ended_ns
     )
 
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, step_slowdown
+from fastload_cli.analyzer.metrics import step_slowdown
+from fastload_cli.analyzer.window import epoch_batches
 from fastload_cli.records import BatchInfo, Breakdown, FixResult, LoaderInfo, RunSummary, SweepResult
 
 
@@ -37,6 +38,7 @@ class Facts:
     epoch_startup_s: tuple[float, ...] = ()  # real run: iter() to first batch, for each epoch
     # real run: each epoch a next iter() followed, its wall time (iter() to that iter()) and batches
     epoch_walls: tuple[tuple[float, int], ...] = ()
+    between_epochs_s: tuple[float, ...] = ()  # real run: from an epoch's end to the next iter(), each time
     startup_busy: float | None = None  # real run: the workers' CPU share during those start-ups
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
@@ -53,12 +55,12 @@ class Facts:
         real one's; where the two were measured again, the geometric mean of each pair's (a
         shared machine's pace drifts between pairs far more than within one, and the pooled
         runs' throughputs would weigh the pair that ran slower by its longer windows)."""
-        return self._across_pairs(speedup) if self.pairs else speedup(self.synthetic, self.real)
+        return self._across_pairs(free_speedup) if self.pairs else free_speedup(self.synthetic, self.real)
 
     @property
     def pair_ceilings(self) -> tuple[float, ...]:
         """Each pair's ceiling, where real and synthetic were measured again."""
-        found = (speedup(synthetic, real) for real, synthetic in self.pairs)
+        found = (free_speedup(synthetic, real) for real, synthetic in self.pairs)
         return tuple(c for c in found if c is not None)
 
     def _across_pairs(self, ratio: Callable[[RunSummary, RunSummary], float | None]) -> float | None:
@@ -357,6 +359,30 @@ def pair_noise(a: RunSummary | None, b: RunSummary | None) -> float:
     below what paired runs of one setting differ by on a quiet machine."""
     spreads = [s.throughput_spread or 0.0 for s in (a, b) if s is not None]
     return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
+
+
+def crossed_epochs(s: RunSummary | None) -> bool:
+    """``s``'s window held epoch boundaries that cost it time: its steps alone ran at least
+    ``EPOCH_BOUNDARY_NOTABLE`` faster than the window."""
+    if s is None or not s.epoch_boundaries or not s.steps_samples_per_s or not s.throughput_samples_per_s:
+        return False
+    return s.steps_samples_per_s >= s.throughput_samples_per_s * (1 + th.EPOCH_BOUNDARY_NOTABLE)
+
+
+def boundaries_alone(real: RunSummary | None, free: RunSummary | None) -> bool:
+    """The real run's window crossed epoch boundaries and the free-input run's did not: what an
+    epoch costs besides its steps is in the one and not the other."""
+    return crossed_epochs(real) and not crossed_epochs(free)
+
+
+def free_speedup(free: RunSummary | None, real: RunSummary | None) -> float | None:
+    """How much faster a run with free inputs trained than the real one, steps against steps where
+    only the real run's window crossed an epoch boundary (``boundaries_alone``): free inputs leave
+    an epoch's start and end as they are, and the replay never reached one."""
+    if not boundaries_alone(real, free) or free is None or real is None:
+        return speedup(free, real)
+    rate, steps = free.throughput_samples_per_s, real.steps_samples_per_s
+    return rate / steps if rate is not None and steps else None
 
 
 def speedup(faster: RunSummary | None, base: RunSummary | None) -> float | None:

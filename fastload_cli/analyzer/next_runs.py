@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import first_loader
 from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.analyzer.verdict import broken_comparison
+from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import AGAIN_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S
 from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
 

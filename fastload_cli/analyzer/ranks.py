@@ -31,7 +31,7 @@ class Straggler:
 
 
 if TYPE_CHECKING:
-    from fastload_cli.analyzer.metrics import Step
+    from fastload_cli.analyzer.window import Step
 
 
 def job_summary(own: RunSummary, ranks: Sequence[RunSummary]) -> RunSummary:

@@ -6,8 +6,8 @@ from typing import Protocol
 
 import fastload_cli
 from fastload_cli.analyzer import analyze, search, split, trials
-from fastload_cli.analyzer.metrics import primary_loader_id, steady_steps
 from fastload_cli.analyzer.reading import read_ceiling
+from fastload_cli.analyzer.window import primary_loader_id, steady_steps
 from fastload_cli.config import RunConfig
 from fastload_cli.records import Breakdown, Command, Environment, FixSpec, Mode, Report, RunResult, RunSummary, Timeline
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fastload_cli.analyzer.metrics import loader_batches, primary_loader
+from fastload_cli.analyzer.window import loader_batches, primary_loader
 from fastload_cli.records import BatchRecord, Fix, RunResult
 
 

@@ -1,7 +1,7 @@
 """When a mode has measured enough: the parent may stop a run before ``--max-batches`` once its
 throughput estimate is stable.
 
-The estimate is the steady window's samples over its time (``metrics.steady_steps``). Its
+The estimate is the steady window's samples over its time (``window.steady_steps``). Its
 precision is read from consecutive rounds of the window, a round being one batch per worker
 (workers deliver in rounds, so a round is the shortest stretch whose rate means anything): the
 standard error of the mean round rate, relative to it. A run has settled when that error is
@@ -19,14 +19,14 @@ import math
 import statistics
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import (
+from fastload_cli.analyzer.metrics import startup_s
+from fastload_cli.analyzer.window import (
     Batches,
     Step,
     epoch_batches,
     loader_batches,
     past_warmup,
     primary_loader,
-    startup_s,
     steady_steps,
 )
 

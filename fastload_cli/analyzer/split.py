@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, role_delta
-from fastload_cli.analyzer.metrics import primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import primary_loader, primary_loader_id
 from fastload_cli.records import (
     INTERLEAVED,
     InputSplit,

@@ -152,6 +152,10 @@ SWEEP_PATIENCE = 2
 SWEEP_REFINE_POINTS = 2
 # Share of the memory available when the sweep starts that a setting's processes may use.
 SWEEP_MEMORY_SHARE = 0.8
+# A run's window crossed an epoch boundary that matters where its steps alone ran this much faster
+# than the window: the epoch's start (its workers started again) and end are then its own part,
+# left out where it is compared with a run that never reached an epoch boundary (free inputs).
+EPOCH_BOUNDARY_NOTABLE = 0.02
 # A setting is advised over the script's own only where what its runs measured, less their noise,
 # still promises this much: under it a user changes the script for a gain no run can show (Hugging
 # Face's example: 1.06x and 1.10x measured at +-9%, plain runs 1.02x within their spread).

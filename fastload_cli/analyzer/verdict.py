@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import find_cause, found, rate
-from fastload_cli.analyzer.facts import Facts, speedup
-from fastload_cli.formatting import capitalised, pct, size
+from fastload_cli.analyzer.facts import Facts, boundaries_alone, speedup
+from fastload_cli.formatting import capitalised, counted, pct, samples_rate, size
 from fastload_cli.records import Bottleneck, Finding, FindingKind, RunSummary, Verdict
 
 __all__ = ["Facts", "decide"]
@@ -88,7 +88,7 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
     if f.restarts_dominate:
         return _restart_bound(f, caveats)
     wait, ceiling = real.data_wait_fraction, f.ceiling
-    evidence = [_wait_line(real), *_ceiling_lines(f)]
+    evidence = [_wait_line(real), *_ceiling_lines(f), *_boundary_lines(f)]
     if f.transfer_bound:
         return _transfer_bound(f, evidence, caveats)
     wait_high, wait_low = wait >= th.WAIT_INPUT_BOUND, wait < th.WAIT_COMPUTE_BOUND
@@ -267,6 +267,8 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
     if ceiling is None or f.real is None or f.synthetic is None:
         return []
     rates = f"{rate(f.real)} -> {rate(f.synthetic)}"
+    if boundaries_alone(f.real, f.synthetic):
+        rates = f"{samples_rate(f.real.steps_samples_per_s)} over the real run's steps alone -> {rate(f.synthetic)}"
     if f.pairs:  # measured again: the pairs decide, the rates are pooled
         each = ", ".join(f"{c:.2f}x" for c in f.pair_ceilings)
         rates = f"over {len(f.pairs)} pairs of runs side by side, {each}; {rates} pooled"
@@ -281,6 +283,38 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
             "that is the most any input-pipeline fix can give."
         )
     return [found(FindingKind.CEILING, sentence, speedup_ceiling=ceiling)]
+
+
+def _boundary_lines(f: Facts) -> list[Finding]:
+    """What an epoch costs besides its steps, where the real run's window crossed epoch boundaries
+    and the free-input run's did not: its own part, left out of the comparison between them."""
+    real = f.real
+    if real is None or real.wall_s is None or not boundaries_alone(real, f.synthetic):
+        return []
+    assert real.throughput_samples_per_s is not None and real.steps_samples_per_s is not None
+    share = 1 - real.throughput_samples_per_s / real.steps_samples_per_s
+    each = real.wall_s * share / real.epoch_boundaries
+    workers = f"its {counted(f.num_workers, 'worker')} started again, " if f.num_workers else ""
+    crossings = counted(real.epoch_boundaries, "epoch boundary").replace("boundarys", "boundaries")
+    between = sorted(f.between_epochs_s)
+    script = (
+        f" Between epochs the script itself spent {between[len(between) // 2]:.2f} s more (evaluation, "
+        "checkpoints, logging: the median of each time), outside both figures."
+        if between
+        else ""
+    )
+    return [
+        found(
+            FindingKind.EPOCH_BOUNDARY,
+            f"The real run's window crossed {crossings}: each epoch's start ({workers}its first batch) and end cost "
+            f"{each:.2f} s besides its steps, {pct(share)} of the window: a cost of the epoch, not of its steps, "
+            "which replaying one batch does not remove. The free-input run never reached one, so the two are "
+            f"compared over their steps alone.{script}",
+            boundary_s=each,
+            boundary_share=share,
+            between_epochs_s=between[len(between) // 2] if between else None,
+        )
+    ]
 
 
 def _sweep_floor_line(f: Facts) -> Finding | None:

@@ -61,6 +61,11 @@ class RunSummary:
     # From the end of warm-up to the last batch with every epoch's start-up included: the rate
     # training experiences (``try`` compares fixes by it), where throughput_* is the steady state.
     training_samples_per_s: float | None = None
+    # The window's steps alone: each epoch's start (the step that waited from iter() for its workers)
+    # and end (the last step and the workers' shutdown after the last batch) left out. The window's
+    # own rate where it crossed no epoch boundary; faster where it did.
+    steps_samples_per_s: float | None = None
+    epoch_boundaries: int = 0  # epoch starts the window held
     # Share of the DataLoader workers' CPU time spent in the kernel (reading files, copying pages).
     loader_kernel_fraction: float | None = None
     # Share of the samples of the loading processes (the workers, or the main process without
@@ -95,6 +100,7 @@ class FindingKind(enum.Enum):
     MIXED = "mixed"  # neither signal is clear-cut
     WORKER_RESTARTS = "worker-restarts"  # workers started again every epoch, and what they did meanwhile
     STEADY_STATE = "steady-state"  # what the steady-state figures leave out
+    EPOCH_BOUNDARY = "epoch-boundary"  # what an epoch costs besides its steps, left out of a comparison
     AUGMENTATION = "augmentation"  # no-aug / real throughput
     LOADERS_BUSY = "loaders-busy"  # the loading processes' CPU share: computing
     LOADERS_IDLE = "loaders-idle"  # ...: waiting

@@ -47,21 +47,23 @@ ALLOWED: dict[str, set[str]] = {
     "runner": {"samplers", "records", "config", "errors"},  # the parent's side: start, flight, launch, job
     "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},
-    # the num_workers search: of the analyzer, the thresholds, one run's figures and the settle rule
+    # the num_workers search: of the analyzer, the thresholds, one run's window and figures, the settle rule
     "analyzer.search": {
         "records",
         "config",
         "formatting",
         "analyzer.thresholds",
+        "analyzer.window",
         "analyzer.metrics",
         "analyzer.settle",
     },
-    # the pathologies: of the analyzer, the thresholds, one run's figures, the facts, advice's helpers
+    # the pathologies: of the analyzer, the thresholds, one run's window and figures, the facts, advice's helpers
     "analyzer.pathologies": {
         "records",
         "config",
         "formatting",
         "analyzer.thresholds",
+        "analyzer.window",
         "analyzer.metrics",
         "analyzer.facts",
         "analyzer.advice",

@@ -8,13 +8,9 @@ import pytest
 
 from fastload_cli.analyzer import startup_busy_fraction
 from fastload_cli.analyzer.counters import Cumulative
-from fastload_cli.analyzer.metrics import (
-    percentile,
-    spans,
-    steady_steps,
-    summarize,
-)
+from fastload_cli.analyzer.metrics import percentile, summarize
 from fastload_cli.analyzer.search import sizing
+from fastload_cli.analyzer.window import spans, steady_steps
 from fastload_cli.records import RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 from tests.unit.builders import MS

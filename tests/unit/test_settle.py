@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.metrics import steady_steps
 from fastload_cli.analyzer.settle import epoch_end_near, relative_error, settled
+from fastload_cli.analyzer.window import steady_steps
 from fastload_cli.records import IteratorInfo, Streamed
 from tests.unit import builders as b
 

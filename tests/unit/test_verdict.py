@@ -8,11 +8,12 @@ import re
 
 import pytest
 
+from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import pair_noise
 from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.verdict import Facts, broken_comparison, decide
-from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, SweepResult
+from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, IteratorInfo, SweepResult
 from tests.unit import builders as b
 
 
@@ -728,3 +729,44 @@ def test_a_slower_step_beside_workers_that_barely_ran_is_not_theirs() -> None:
     assert not v.of(FindingKind.CONTENTION)
     busy = dataclasses.replace(real, loader_busy_fraction=0.27)  # as Hugging Face's example: the slowdown is theirs
     assert decide(facts(busy, synthetic)).of(FindingKind.CONTENTION)
+
+
+def test_an_epoch_boundary_in_the_real_window_alone_is_its_own_part_not_noise() -> None:
+    # a GPU-bound step (183 ms), 12 workers, epochs of 42 batches: too short for a steady window, so
+    # the real run counts its epochs whole, the second one's start (its workers started again) in
+    # it; between the epochs the script evaluates for 1.9 s. The free-input run never reaches an
+    # epoch's end. Its steps run as fast as the real run's: the difference is the boundary.
+    ms, epoch = 1_000_000, 42
+    loader = dataclasses.replace(b.loader(12), dataset_len=epoch * 32)
+
+    def batches(iterator: int, start_ns: int) -> list:
+        return b.batches([900.0] + [0.5] * (epoch - 1), 183.0, iterator_id=iterator, start_ns=start_ns)
+
+    first = batches(1, 0)
+    ended = first[-1].wait_end_ns + 243 * ms  # its last step, then its workers' shutdown
+    second_at = ended + 1900 * ms  # evaluation, checkpoints
+    iterators = (
+        IteratorInfo(
+            loader_id=1, iterator_id=1, started_ns=0, ready_ns=0, worker_pids=(), reused=False, ended_ns=ended
+        ),
+        IteratorInfo(
+            loader_id=1, iterator_id=2, started_ns=second_at, ready_ns=second_at, worker_pids=(), reused=False
+        ),
+    )
+    crossing = [*first, *batches(2, second_at + 100 * ms)[:20]]
+    real = dataclasses.replace(b.run("real", crossing, loaders=[loader], warmup=5), iterators=iterators)
+    free = b.run("synthetic", batches(1, 0)[:35], loaders=[loader], warmup=5)
+    analysis = analyze([real, free])
+    v = analysis.verdict
+    # the window with the boundary reads 1.10x slower; its steps alone, as fast as free inputs
+    assert analysis.summaries[0].throughput_samples_per_s < 0.92 * analysis.summaries[1].throughput_samples_per_s
+    assert v.bottleneck is Bottleneck.COMPUTE and v.speedup_ceiling == pytest.approx(1.0, abs=0.01)
+    boundary = next(x for x in v.findings if x.kind is FindingKind.EPOCH_BOUNDARY)
+    assert boundary.values["boundary_s"] == pytest.approx(1.06, abs=0.02)
+    assert boundary.values["between_epochs_s"] == pytest.approx(1.9)
+    assert "crossed 1 epoch boundary" in boundary.sentence and "12 workers started again" in boundary.sentence
+    assert not any(x.kind is FindingKind.CEILING_UNEXPLAINED for x in v.findings)
+    assert not any("noise" in e for e in v.evidence)
+    # a window that crossed no boundary reads no such part
+    steady = analyze([b.run("real", batches(1, 0)[:35], loaders=[loader], warmup=5), free]).verdict
+    assert not any(x.kind is FindingKind.EPOCH_BOUNDARY for x in steady.findings)

@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.metrics import NS, loader_batches, steady_steps
+from fastload_cli.analyzer.window import NS, loader_batches, steady_steps
 from fastload_cli.formatting import pct
 from fastload_cli.records import Pathology, PathologyKind, RunResult
 

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, loader_batches, primary_loader
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.points import beats, plain, pooled, throughput, usable
+from fastload_cli.analyzer.window import epoch_batches, loader_batches, primary_loader
 from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, primary_loader, primary_loader_id, startup_burst
 from fastload_cli.analyzer.settle import settled
+from fastload_cli.analyzer.window import epoch_batches, primary_loader, primary_loader_id, startup_burst
 from fastload_cli.records import (
     BatchRecord,
     IteratorInfo,

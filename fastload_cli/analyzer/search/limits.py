@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, primary_loader_id, steady_window
+from fastload_cli.analyzer.window import epoch_batches, primary_loader_id, steady_window
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.formatting import size
 from fastload_cli.records import LoaderInfo, RunResult, SweepPoint

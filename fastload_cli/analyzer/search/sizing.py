@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, steady_window
+from fastload_cli.analyzer.window import epoch_batches, steady_window
 from fastload_cli.records import LoaderInfo, Mode, ModeSpec
 
 

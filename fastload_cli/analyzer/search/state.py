@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches, first_loader, primary_loader, step_slowdown
+from fastload_cli.analyzer.metrics import step_slowdown
 from fastload_cli.analyzer.search import epochs, parts, predict
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.points import point
 from fastload_cli.analyzer.search.predict import Curve
+from fastload_cli.analyzer.window import epoch_batches, first_loader, primary_loader
 from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_MAX_WORKERS, DEFAULT_WARMUP
 from fastload_cli.records import LoaderInfo, Mode, ModeSpec, RunResult, RunStatus, RunSummary, SweepPoint
 

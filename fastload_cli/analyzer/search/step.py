@@ -24,12 +24,12 @@ import itertools
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.metrics import epoch_batches
 from fastload_cli.analyzer.search import climb, epochs, guided, parts
 from fastload_cli.analyzer.search.climb import NextSetting
 from fastload_cli.analyzer.search.points import plain, swings
 from fastload_cli.analyzer.search.sizing import in_turn, sized, whole_epochs
 from fastload_cli.analyzer.search.state import State
+from fastload_cli.analyzer.window import epoch_batches
 from fastload_cli.formatting import counted
 from fastload_cli.records import Mode, ModeSpec
 
