@@ -10,9 +10,9 @@ from fastload_cli.records import Bottleneck, FindingKind, Recommendation, Verdic
 
 
 def pin_memory(f: Facts, v: Verdict) -> Recommendation | None:
-    """Training on CUDA from pageable host memory."""
+    """Training on CUDA from pageable host memory, where the copies measurably cost the step."""
     loader = f.loader
-    if not f.cuda_in_use or loader is None or loader.pin_memory:
+    if not f.cuda_in_use or loader is None or loader.pin_memory or not f.copies_cost:
         return None
     per_batch = f" ({size(f.batch.bytes_per_batch)} per batch)" if f.batch is not None else ""
     return Recommendation(
@@ -132,9 +132,10 @@ def augmentation_to_gpu(f: Facts, v: Verdict) -> Recommendation | None:
 
 
 def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
-    """Float32 images built on the CPU and copied to the GPU: send uint8, normalise on the device."""
+    """Float32 images built on the CPU and copied to the GPU, where the copies measurably cost the
+    step: send uint8, normalise on the device."""
     batch = f.batch
-    if not f.cuda_in_use or batch is None:
+    if not f.cuda_in_use or batch is None or not f.copies_cost:
         return None
     images = [
         leaf
@@ -157,4 +158,36 @@ def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
         expected_speedup=None,
         measured=False,
         evidence=(f"Batch images: {', '.join(f'{leaf.dtype} {list(leaf.shape)}' for leaf in images)}.",),
+    )
+
+
+def decode_on_gpu(f: Facts, v: Verdict) -> Recommendation | None:
+    """CPU-bound loading on a CUDA machine that the cores this process may use cannot feed at the
+    rate the step takes with free inputs, however many workers: decode and augment on the GPU."""
+    needed, cores, free = f.loading_cores_needed, f.cores_per_rank, f.synthetic
+    if not f.cuda_in_use or v.bottleneck is not Bottleneck.CPU or needed is None or not cores or free is None:
+        return None
+    if needed <= cores:
+        return None
+    assert free.throughput_samples_per_s is not None and f.real is not None
+    per_sample_ms = 1000 * needed / free.throughput_samples_per_s
+    line = (
+        f"Feeding the GPU at its free-input rate ({free.throughput_samples_per_s:,.0f} samples/s) takes "
+        f"{needed:.1f} cores of loading ({per_sample_ms:.1f} ms of CPU per sample, as the real run's workers "
+        f"spent it), and this process may use {cores}."
+    )
+    return Recommendation(
+        id="decode-on-gpu",
+        title=f"Decode and augment on the GPU: feeding it takes {needed:.0f} cores, {cores} are there",
+        detail=(
+            f"{line} No num_workers setting can close that gap on the CPU. Move JPEG decoding and augmentation "
+            "to the GPU:\n"
+            "    images = torchvision.io.decode_jpeg(list_of_encoded, device='cuda')  # batched, nvJPEG\n"
+            "    images = v2.Compose([...])(images)  # torchvision.transforms.v2 on CUDA tensors\n"
+            "torchcodec's CUDA decoder, NVIDIA DALI (with its drop-in for torchvision.transforms.v2) and "
+            "nvImageCodec do the same."
+        ),
+        expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
+        measured=False,
+        evidence=(line,),
     )

@@ -86,6 +86,26 @@ class Facts:
         return pair_noise(self.synthetic, self.device_replay)
 
     @property
+    def copies_cost(self) -> bool:
+        """Copying the batch to the GPU measurably costs the step: the step with it already on the
+        device (synthetic-device) ran faster than with it copied from host memory (synthetic)
+        beyond the two replays' noise. Advice about the copies (pinning, uint8) rests on it."""
+        gain = self.transfer_gain
+        return gain is not None and gain > 1 + self.transfer_noise
+
+    @property
+    def loading_cores_needed(self) -> float | None:
+        """The cores the loading processes would need to feed the step at the free-input rate:
+        their CPU seconds per sample in the real run times that rate."""
+        real, free = self.real, self.synthetic
+        if real is None or free is None or not real.throughput_samples_per_s or not free.throughput_samples_per_s:
+            return None
+        cpu = real.workers_cpu_percent if real.num_workers else None
+        if not cpu:
+            return None
+        return cpu / 100 / real.throughput_samples_per_s * free.throughput_samples_per_s
+
+    @property
     def transfer_bound(self) -> bool:
         """Copies to the GPU cost the step beyond ``TRANSFER_SIGNIFICANT`` and the replays' noise,
         and more than the rest of the input pipeline (the ceiling) does."""

@@ -25,6 +25,7 @@ from fastload_cli.analyzer.advice import (
 from fastload_cli.analyzer.device_rules import (
     augmentation_to_gpu,
     cache_in_ram,
+    decode_on_gpu,
     pin_memory,
     resize_offline,
     uint8_transfer,
@@ -394,6 +395,7 @@ RULES: tuple[Rule, ...] = (
     in_memory_without_workers,
     whole_batches,
     cheaper_samples,
+    decode_on_gpu,
     augmentation_to_gpu,
     cache_in_ram,
     resize_offline,

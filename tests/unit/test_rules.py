@@ -170,11 +170,20 @@ def test_cheap_batches_silence_the_advice_for_costly_ones() -> None:
 # -- pin-memory ---------------------------------------------------------------------------------
 
 
-def test_pin_memory_only_when_training_on_cuda_without_it() -> None:
-    found = fire(rec.pin_memory, facts(cuda=True, batch=images()))
+# The batch already on the GPU (synthetic-device) against copied there (synthetic): a step of 10 ms
+# copied, 4 ms on the device; and one the copies do not measurably cost.
+COPIES_COST = b.summary("synthetic-device", throughput=750.0, compute_ms=4.0)
+COPIES_FREE = b.summary("synthetic-device", throughput=300.0, compute_ms=9.8)
+
+
+def test_pin_memory_only_when_training_on_cuda_without_it_and_the_copies_cost_the_step() -> None:
+    found = fire(rec.pin_memory, facts(cuda=True, batch=images(), device_replay=COPIES_COST))
     assert found is not None and "pin_memory=True" in found.detail and "non_blocking=True" in found.detail
     assert fire(rec.pin_memory, facts(cuda=False)) is None
-    assert fire(rec.pin_memory, facts(cuda=True, loader={"pin_memory": True})) is None
+    assert fire(rec.pin_memory, facts(cuda=True, loader={"pin_memory": True}, device_replay=COPIES_COST)) is None
+    # a GPU-bound step that copies cost nothing measurable, or not measured: no advice about copies
+    assert fire(rec.pin_memory, facts(cuda=True, batch=images(), device_replay=COPIES_FREE)) is None
+    assert fire(rec.pin_memory, facts(cuda=True, batch=images())) is None
 
 
 # -- larger-prefetch-factor ---------------------------------------------------------------------
@@ -260,14 +269,35 @@ def test_no_gpu_augmentation_without_cuda_or_with_idle_cores() -> None:
 
 
 def test_float32_images_sent_to_the_gpu_should_be_uint8() -> None:
-    found = fire(rec.uint8_transfer, facts(cuda=True, batch=images()))
+    found = fire(rec.uint8_transfer, facts(cuda=True, batch=images(), device_replay=COPIES_COST))
     assert found is not None
     assert "14 MiB less to copy per step" in found.title  # 3/4 of 32 x 3 x 224 x 224 x 4 bytes
 
 
-def test_no_uint8_advice_for_uint8_batches_or_without_cuda() -> None:
-    assert fire(rec.uint8_transfer, facts(cuda=True, batch=images("torch.uint8"))) is None
+def test_no_uint8_advice_for_uint8_batches_without_cuda_or_where_copies_cost_nothing() -> None:
+    assert fire(rec.uint8_transfer, facts(cuda=True, batch=images("torch.uint8"), device_replay=COPIES_COST)) is None
     assert fire(rec.uint8_transfer, facts(cuda=False, batch=images())) is None
+    assert fire(rec.uint8_transfer, facts(cuda=True, batch=images(), device_replay=COPIES_FREE)) is None
+
+
+# -- decode-on-gpu ------------------------------------------------------------------------------
+
+
+def test_loading_the_cores_cannot_feed_at_the_free_input_rate_goes_to_the_gpu() -> None:
+    # 16 cores; 4 workers at 100% each make 700 samples/s: 5.7 ms of CPU a sample. The step takes
+    # 8,000 samples/s with free inputs: 45.7 cores of loading, where 16 are there
+    real = dataclasses.replace(
+        b.summary(wait=0.9, busy=1.0, system=0.3, workers=4, throughput=700.0), workers_cpu_percent=400.0
+    )
+    gpu_host = dict(cuda=True, real=real, synthetic=b.summary("synthetic", throughput=8000.0), cpu_count=16)
+    found = fire(rec.decode_on_gpu, facts(**gpu_host))
+    assert found is not None and found.id == "decode-on-gpu"
+    assert "takes 45.7 cores of loading (5.7 ms of CPU per sample" in found.detail and "may use 16" in found.detail
+    assert "decode_jpeg" in found.detail and "DALI" in found.detail
+    # the step at 1,640 samples/s: 9.4 cores feed it, and 16 are there: more workers can
+    slower = dict(gpu_host, synthetic=b.summary("synthetic", throughput=1640.0))
+    assert fire(rec.decode_on_gpu, facts(**slower)) is None
+    assert fire(rec.decode_on_gpu, facts(**dict(gpu_host, cuda=False))) is None
 
 
 # -- every rule ---------------------------------------------------------------------------------
