@@ -43,7 +43,7 @@ def find_cause(f: Facts) -> Cause:
             f"With random augmentation replaced by deterministic stand-ins (no-aug), throughput rose "
             f"{aug:.1f}x ({rate(f.real)} -> {rate(f.no_aug)})."
         )
-        evidence = (found(FindingKind.AUGMENTATION, line, augmentation_speedup=aug), *_saturation(f))
+        evidence = (found(FindingKind.AUGMENTATION, line, augmentation_speedup=aug), *_saturation(f), *capacity(f))
         return Cause(Bottleneck.CPU, "CPU-bound input pipeline (augmentation)", evidence, True)
     findings = [_no_aug_line(f)] if aug is not None else []
     busy = f.real.loader_busy_fraction
@@ -72,7 +72,8 @@ def _cause_from_busy(f: Facts, evidence: list[Finding], busy: float) -> Cause:
     if busy >= th.LOADER_BUSY or (busy > th.LOADER_IDLE and system is not None and system >= th.CPU_SATURATED):
         line = f"{who} on a CPU, or waiting for one, {pct(busy)} of the time: loading is CPU work."
         evidence.append(found(FindingKind.LOADERS_BUSY, line, loader_busy_fraction=busy))
-        return Cause(Bottleneck.CPU, _cpu_label(f), (*evidence, *_saturation(f)), busy >= th.LOADER_BUSY)
+        lines = (*evidence, *_saturation(f), *capacity(f))
+        return Cause(Bottleneck.CPU, _cpu_label(f), lines, busy >= th.LOADER_BUSY)
     storage = f.storage_evidence
     if storage is None and (f.contended or f.cores_saturated):
         return _competing_cause(f, evidence, who, busy)
@@ -92,6 +93,23 @@ def _cause_from_busy(f: Facts, evidence: list[Finding], busy: float) -> Cause:
     if busy >= (th.LOADER_BUSY + th.LOADER_IDLE) / 2 or storage is None:  # closer to busy, or no sign of storage
         return Cause(Bottleneck.CPU, _cpu_label(f), tuple(evidence), False)
     return Cause(Bottleneck.IO, IO_LATENCY, (*evidence, *_io_lines(f, read_rate=not f.reads_are_evidence)), False)
+
+
+def capacity(f: Facts) -> list[Finding]:
+    """Training on CUDA with CPU-bound loading: the cores that would feed the step at the rate it
+    takes with free inputs (the workers' CPU per sample, times that rate), against the cores this
+    process may use."""
+    needed, cores, free = f.loading_cores_needed, f.cores_per_rank, f.synthetic
+    if not f.cuda_in_use or needed is None or not cores or free is None or not free.throughput_samples_per_s:
+        return []
+    per_sample_ms = 1000 * needed / free.throughput_samples_per_s
+    enough = "more workers can get there" if needed <= cores else "no num_workers setting can get there"
+    line = (
+        f"Feeding the GPU at its free-input rate ({free.throughput_samples_per_s:,.0f} samples/s) takes "
+        f"{needed:.1f} cores of loading ({per_sample_ms:.1f} ms of CPU per sample, as the real run's workers spent "
+        f"it), and this process may use {cores}: {enough}."
+    )
+    return [found(FindingKind.CAPACITY, line, cores_needed=needed, cores=cores)]
 
 
 IO_LATENCY = "IO-bound input pipeline (storage or latency)"

@@ -169,12 +169,11 @@ def decode_on_gpu(f: Facts, v: Verdict) -> Recommendation | None:
         return None
     if needed <= cores:
         return None
-    assert free.throughput_samples_per_s is not None and f.real is not None
+    assert free.throughput_samples_per_s is not None
     per_sample_ms = 1000 * needed / free.throughput_samples_per_s
     line = (
         f"Feeding the GPU at its free-input rate ({free.throughput_samples_per_s:,.0f} samples/s) takes "
-        f"{needed:.1f} cores of loading ({per_sample_ms:.1f} ms of CPU per sample, as the real run's workers "
-        f"spent it), and this process may use {cores}."
+        f"{needed:.1f} cores of loading ({per_sample_ms:.1f} ms of CPU per sample), and this process may use {cores}."
     )
     return Recommendation(
         id="decode-on-gpu",
@@ -189,5 +188,5 @@ def decode_on_gpu(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=(line,),
+        evidence=cited(v, FindingKind.CAPACITY) or (line,),
     )

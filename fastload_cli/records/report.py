@@ -110,6 +110,7 @@ class FindingKind(enum.Enum):
     KERNEL_READS = "kernel-reads"  # busy loaders whose CPU is reading in the kernel
     CORES_SATURATED = "cores-saturated"  # every core busy
     CORES_FREE = "cores-free"  # room for more parallel loading
+    CAPACITY = "capacity"  # the cores that would feed the GPU at its free-input rate, against those there
     MACHINE_CPU = "machine-cpu"  # the machine's CPU busy share, quoted for an IO cause
     IOWAIT = "iowait"  # storage stalls
     READ_RATE = "read-rate"  # bytes read from storage per second

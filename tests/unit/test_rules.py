@@ -294,9 +294,13 @@ def test_loading_the_cores_cannot_feed_at_the_free_input_rate_goes_to_the_gpu() 
     assert found is not None and found.id == "decode-on-gpu"
     assert "takes 45.7 cores of loading (5.7 ms of CPU per sample" in found.detail and "may use 16" in found.detail
     assert "decode_jpeg" in found.detail and "DALI" in found.detail
+    capacity = decide(facts(**gpu_host)).of(FindingKind.CAPACITY)
+    assert capacity and capacity[0].values["cores_needed"] == pytest.approx(45.7, abs=0.05)
+    assert "no num_workers setting can get there" in capacity[0].sentence
     # the step at 1,640 samples/s: 9.4 cores feed it, and 16 are there: more workers can
     slower = dict(gpu_host, synthetic=b.summary("synthetic", throughput=1640.0))
     assert fire(rec.decode_on_gpu, facts(**slower)) is None
+    assert "more workers can get there" in decide(facts(**slower)).of(FindingKind.CAPACITY)[0].sentence
     assert fire(rec.decode_on_gpu, facts(**dict(gpu_host, cuda=False))) is None
 
 
