@@ -123,6 +123,8 @@ def holds_pipelines(obj: object) -> bool:
         return False
     if is_torchvision(obj) or album.is_albumentations(obj) or not _user_code(type(obj)):
         return False
+    if GUESS_PATTERN.search(callable_name(obj)):
+        return False  # named as random augmentation (timm's RandAugment): replaced whole, by its name
     return bool(held_pipelines(obj))
 
 

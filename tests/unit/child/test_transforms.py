@@ -358,3 +358,39 @@ def test_a_preset_object_with_a_deterministic_pipeline_is_left_alone() -> None:
     preset = ClassificationPresetTrain(crop_size=40, hflip_prob=0.0)
     preset.transforms = v1.Compose([v1.Resize(40), v1.CenterCrop(40), v1.ToTensor()])
     assert find_augmentations(Images(transform=preset), NONE, NONE) == []
+
+
+def rotate(img, degrees: float, **kwargs):
+    return img.rotate(degrees, **kwargs)
+
+
+class RotateOp:
+    """A library's augmentation op, as timm's AugmentOp is: a function and its keyword arguments."""
+
+    def __init__(self) -> None:
+        self.aug_fn, self.kwargs = rotate, {"fillcolor": (128, 128, 128)}
+
+    def __call__(self, img):
+        return self.aug_fn(img, 10.0, **self.kwargs)
+
+
+class RandAugmentOps:
+    """Named as random augmentation, and holding ops as timm's RandAugment does: replaced whole by
+    its name, never taken apart (its ops call their functions with arguments a stand-in lacks)."""
+
+    def __init__(self) -> None:
+        self.ops = [RotateOp()]
+
+    def __call__(self, img):
+        for op in self.ops:
+            img = op(img)
+        return img
+
+
+def test_an_object_named_as_random_augmentation_is_replaced_whole_not_taken_apart() -> None:
+    augment = RandAugmentOps()
+    dataset = Images(transform=v1.Compose([augment, v1.ToTensor()]))
+    walk = derandomize(dataset, NONE, NONE)
+    assert names(walk.found) == ["RandAugmentOps"] and not walk.problems
+    assert torch.equal(dataset[1][0], dataset[1][0])
+    assert augment.ops[0].aug_fn is rotate  # nothing inside it changed
