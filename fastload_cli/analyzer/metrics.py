@@ -25,7 +25,7 @@ from fastload_cli.analyzer.ranks import job_summary, with_step_split
 from fastload_cli.analyzer.window import (
     NS,
     Batches,
-    Step,
+    LoopStep,
     first_replay,
     loader_batches,
     past_warmup,
@@ -67,7 +67,7 @@ def startup_s(run: Batches) -> float | None:
     return (first_batch.wait_end_ns - first_iter.started_ns) / NS
 
 
-def loader_busy_fraction(run: RunResult, steps: list[Step], window: list[Span], window_s: float) -> float | None:
+def loader_busy_fraction(run: RunResult, steps: list[LoopStep], window: list[Span], window_s: float) -> float | None:
     """Share of time the loading processes were on a CPU or runnable, waiting for one.
 
     With workers: the workers' CPU and run-queue time over the window, per worker. Without
@@ -208,7 +208,7 @@ def _summarize(run: RunResult) -> RunSummary:
     return with_step_split(summary, run, steps)
 
 
-def steps_rate(steps: list[Step]) -> float | None:
+def steps_rate(steps: list[LoopStep]) -> float | None:
     """Samples/s over the window's steps with each epoch's start (the step that waited from iter()
     for its workers) and end (the last step and the workers' shutdown after its last batch) left
     out: the steps alone, which a run that never reached an epoch boundary is compared with."""
@@ -241,7 +241,7 @@ def training_throughput(run: RunResult) -> float | None:
 SPREAD_BLOCKS = 4  # the window is cut into this many consecutive blocks to see how steady it was
 
 
-def throughput_spread(steps: list[Step], num_workers: int | None) -> float | None:
+def throughput_spread(steps: list[LoopStep], num_workers: int | None) -> float | None:
     """Half the range of throughput across blocks of the window (whole rounds of one batch per worker;
     for a window of whole epochs, its epochs: a block that cut one would hold its start-up or not),
     relative to their median; None for a window too short for two blocks."""

@@ -31,7 +31,7 @@ class Straggler:
 
 
 if TYPE_CHECKING:
-    from fastload_cli.analyzer.window import Step
+    from fastload_cli.analyzer.window import LoopStep
 
 
 def job_summary(own: RunSummary, ranks: Sequence[RunSummary]) -> RunSummary:
@@ -52,7 +52,7 @@ class StepSplit:
     blocked_fraction: float | None = None
 
 
-def with_step_split(summary: RunSummary, run: RunResult, steps: Sequence[Step]) -> RunSummary:
+def with_step_split(summary: RunSummary, run: RunResult, steps: Sequence[LoopStep]) -> RunSummary:
     """``summary`` with how the loop's thread spent its steps (``step_split``)."""
     split = step_split(run, steps)
     return replace(
@@ -63,7 +63,7 @@ def with_step_split(summary: RunSummary, run: RunResult, steps: Sequence[Step]) 
     )
 
 
-def step_split(run: RunResult, steps: Sequence[Step]) -> StepSplit:
+def step_split(run: RunResult, steps: Sequence[LoopStep]) -> StepSplit:
     """How the loop's thread spent its steps outside the data wait: busy (on a CPU or runnable,
     median and 90th percentile per step) and blocked (its share of those steps). On the CPU
     backend what blocks the loop's thread inside a step is waiting in the collectives for the

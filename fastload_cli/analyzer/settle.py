@@ -22,7 +22,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import startup_s
 from fastload_cli.analyzer.window import (
     Batches,
-    Step,
+    LoopStep,
     epoch_batches,
     loader_batches,
     past_warmup,
@@ -48,7 +48,7 @@ def settled(run: Batches) -> bool:
     return error is not None and error <= th.SETTLE_PRECISION
 
 
-def epochs_wanted(run: Batches, epoch: int | None, steps: list[Step]) -> int:
+def epochs_wanted(run: Batches, epoch: int | None, steps: list[LoopStep]) -> int:
     """Epochs a run must have started before it may stop early: as many as its requested batches
     span, up to ``SETTLE_EPOCHS``, where the first epoch's start-up was a notable share of an
     epoch (what each epoch's start costs shows only across epochs); one otherwise."""
@@ -61,7 +61,7 @@ def epochs_wanted(run: Batches, epoch: int | None, steps: list[Step]) -> int:
     return max(1, min(th.SETTLE_EPOCHS, -(-run.requested_batches // epoch)))
 
 
-def relative_error(steps: list[Step], round_size: int) -> float | None:
+def relative_error(steps: list[LoopStep], round_size: int) -> float | None:
     """The standard error of the mean rate over consecutive rounds of ``round_size`` steps,
     relative to that mean; None with fewer than two whole rounds."""
     rates = []

@@ -23,7 +23,11 @@ Batches = RunResult | Streamed  # a finished run, or what a run in flight has st
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class LoopStep:
+    """One turn of the training loop: from the end of the previous batch's wait to the end of this
+    batch's (the data wait is its last part). The search's ``Step`` is another thing: what it
+    measures next."""
+
     batch: BatchRecord
     previous_end_ns: int  # the end of the previous batch's wait, same epoch
     other_wait_ns: int = 0  # waits for other loaders' batches inside this step (zip of two loaders)
@@ -100,7 +104,7 @@ def epoch_batches(loader: LoaderInfo | None) -> int | None:
     return loader.dataset_len // loader.batch_size if loader.dataset_len and loader.batch_size else None
 
 
-def steady_steps(run: Batches) -> list[Step]:
+def steady_steps(run: Batches) -> list[LoopStep]:
     """Steps after warm-up, without the start (and, with workers, the end) of any epoch.
 
     An epoch starts with its iterator's workers starting, then every worker delivering its first
@@ -131,7 +135,7 @@ def steady_steps(run: Batches) -> list[Step]:
     return _steps(run, batches, first=1)
 
 
-def _to_ends(steps: list[Step], iterators: Iterable[IteratorInfo]) -> list[Step]:
+def _to_ends(steps: list[LoopStep], iterators: Iterable[IteratorInfo]) -> list[LoopStep]:
     """``steps``, the last of each epoch that ended running to that end: where the loop's request
     past the epoch's last batch ended, after that batch's step and the iterator's shutdown of its
     workers, which each epoch costs as it costs its start-up."""
@@ -142,8 +146,8 @@ def _to_ends(steps: list[Step], iterators: Iterable[IteratorInfo]) -> list[Step]
 
 
 def _whole_epochs(
-    steps: list[Step], batches: list[BatchRecord], epoch: int, iterators: Iterable[IteratorInfo]
-) -> list[Step]:
+    steps: list[LoopStep], batches: list[BatchRecord], epoch: int, iterators: Iterable[IteratorInfo]
+) -> list[LoopStep]:
     """A run planned in whole epochs (its warm-up is): ``steps`` of the epochs that ran to their
     end after it, else ``steps``. A window starting or ending inside an epoch would count its
     start-up or not by where the warm-up or an early stop fell. Where the run saw an epoch end
@@ -156,7 +160,7 @@ def _whole_epochs(
     return kept or steps
 
 
-def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[Step]:
+def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None = None) -> list[LoopStep]:
     """Steps after warm-up, from each epoch's batch ``first`` on and before its batch ``end``;
     with ``first`` 0, batch 0's step starts at iter(). In a run that switched to replaying one
     batch, not the first replay's step either: the switch shut the workers down inside it."""
@@ -173,7 +177,7 @@ def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None
         inside = batch.index >= first and (end is None or batch.index < end)
         if position >= skip and inside and before is not None:
             other = others.inside(before, batch.wait_end_ns) if others is not None else 0
-            steps.append(Step(batch=batch, previous_end_ns=before, other_wait_ns=other))
+            steps.append(LoopStep(batch=batch, previous_end_ns=before, other_wait_ns=other))
     return steps
 
 
@@ -195,7 +199,7 @@ def _other_waits(run: Batches, loader_id: int) -> _Waits | None:
     return _Waits(waits) if waits else None
 
 
-def spans(steps: list[Step]) -> list[Span]:
+def spans(steps: list[LoopStep]) -> list[Span]:
     """The window as contiguous time spans (a new span where an epoch boundary was left out)."""
     found: list[Span] = []
     for step in steps:
