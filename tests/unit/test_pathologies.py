@@ -11,7 +11,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze, gather_facts, search
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.pathologies import limits
+from fastload_cli.analyzer.pathologies import memory
 from fastload_cli.analyzer.same_batches import compare
 from fastload_cli.records import (
     BatchLayout,
@@ -357,10 +357,10 @@ def test_advice_that_costs_more_memory_than_is_free_says_so_in_its_title() -> No
     rec = Recommendation(
         id="increase-num-workers", title="Use num_workers=8 (now 4)", detail="", expected_speedup=2.0, measured=True
     )
-    priced = limits.priced(rec, facts, per_worker=None)
+    priced = memory.priced(rec, facts, per_worker=None)
     assert priced.title.endswith("(needs more memory than is free)")
     cheap = dataclasses.replace(facts, sweep=b.sweep_result(recommended_workers=8, memory_cost_bytes=2**20))
-    assert limits.priced(rec, cheap, per_worker=None).title == rec.title
+    assert memory.priced(rec, cheap, per_worker=None).title == rec.title
 
 
 def test_workers_an_estimate_adds_are_priced_at_a_worker_s_own_memory() -> None:
@@ -370,9 +370,9 @@ def test_workers_an_estimate_adds_are_priced_at_a_worker_s_own_memory() -> None:
         id="increase-num-workers", title="Use num_workers=8 (now 4)", detail="", expected_speedup=2.0, measured=False,
         num_workers=8,
     )  # fmt: skip
-    light = limits.priced(rec, facts, per_worker=64 * MB)
+    light = memory.priced(rec, facts, per_worker=64 * MB)
     assert light.title == rec.title and "Memory: about 256 MiB more, of the 1.0 GiB available." in light.detail
-    heavy = limits.priced(rec, facts, per_worker=256 * MB)  # 4 more workers of 256 MiB: all of 1 GiB
+    heavy = memory.priced(rec, facts, per_worker=256 * MB)  # 4 more workers of 256 MiB: all of 1 GiB
     assert heavy.title.endswith("(needs more memory than is free)")
 
 

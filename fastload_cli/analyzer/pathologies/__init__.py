@@ -16,7 +16,7 @@ from dataclasses import replace
 from fastload_cli.analyzer.advice import bounded
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.pathologies.delivery import duplicate_samples, idle_workers, slow_samples
-from fastload_cli.analyzer.pathologies.limits import priced, shared_memory, worker_bytes
+from fastload_cli.analyzer.pathologies.memory import priced, shared_memory, worker_bytes
 from fastload_cli.analyzer.pathologies.processes import descriptors, memory_growth, oversubscription
 from fastload_cli.analyzer.window import primary_loader
 from fastload_cli.records import Pathology, PathologyKind, Recommendation, RunResult, Verdict

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.pathologies.limits import failure
+from fastload_cli.analyzer.pathologies.memory import failure
 from fastload_cli.analyzer.window import NS, epoch_batches, loader_batches, steady_steps
 from fastload_cli.formatting import pct, size
 from fastload_cli.records import HostSample, Pathology, PathologyKind, ProcRole, ProcSample, RunResult
