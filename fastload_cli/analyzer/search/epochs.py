@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search.limits import Limits
-from fastload_cli.analyzer.search.points import beats, plain, pooled, throughput, usable
+from fastload_cli.analyzer.search.points import beats, per_setting, plain, throughput, usable
 from fastload_cli.analyzer.window import epoch_batches, loader_batches, primary_loader
 from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
@@ -197,7 +197,7 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
     """The setting with fewer workers that did best over whole epochs (the fewest within
     ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike, its bound
     shared among the settings with fewer workers so measured; None where they were not measured so."""
-    found = {p.workers: p for p in usable(pooled(points)) if p.variant == EPOCHS_VARIANT}
+    found = {p.workers: p for p in usable(per_setting(points)) if p.variant == EPOCHS_VARIANT}
     own = found.get(current) if current else None
     steady = plain(points)  # the settings the advice can name: measured in a steady window too
     fewer = [p for w, p in found.items() if current is not None and w < current and w in steady]

@@ -18,8 +18,8 @@ from fastload_cli.analyzer.search.points import (
     faster,
     noise,
     path_noise,
+    per_setting,
     plain,
-    pooled,
     throughput,
     unconfirmed_dip,
     usable,
@@ -59,7 +59,7 @@ def conclude(
     stopped = _stopped(points, limits, curve, current)
     diminishing_at, reason = _where_returns_end(measured, best, stopped, limits, cpu_count)
     result = SweepResult(
-        points=tuple(sorted(pooled(points), key=lambda p: (p.workers, p.variant or ""))),
+        points=tuple(sorted(per_setting(points), key=lambda p: (p.workers, p.variant or ""))),
         current_workers=current,
         best_workers=best.workers,
         recommended_workers=chosen.workers,
@@ -180,7 +180,7 @@ def _after_a_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPo
 def _better_variant(points: Sequence[SweepPoint], plain: SweepPoint) -> SweepPoint | None:
     """A prefetch_factor / pin_memory variant of ``plain`` that was measurably faster than it."""
     variants = usable(
-        p for p in pooled(points) if p.variant not in (None, epochs.EPOCHS_VARIANT) and p.workers == plain.workers
+        p for p in per_setting(points) if p.variant not in (None, epochs.EPOCHS_VARIANT) and p.workers == plain.workers
     )
     winner = max(variants, key=throughput, default=None)
     return winner if winner is not None and faster(winner, plain) else None

@@ -93,7 +93,7 @@ def unconfirmed_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: Swee
     return None if top.runs > 1 and base.runs > 1 else dip(measured, top, base)
 
 
-def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
+def per_setting(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     """One point per setting: a setting measured more than once gets its runs' mean throughput,
     each run weighed by the batches it measured (a longer window says more of the setting's rate),
     and a spread that covers the difference between the runs as well as within each."""
@@ -125,4 +125,4 @@ def pooled(points: Iterable[SweepPoint]) -> list[SweepPoint]:
 
 def plain(points: Iterable[SweepPoint]) -> dict[int, SweepPoint]:
     """Points without prefetch_factor / pin_memory overrides, one per worker count."""
-    return {p.workers: p for p in pooled(points) if p.variant is None}
+    return {p.workers: p for p in per_setting(points) if p.variant is None}

@@ -151,7 +151,7 @@ def test_runs_of_one_setting_pool_weighed_by_their_batches() -> None:
     from fastload_cli.analyzer.search import points
 
     short, long = dataclasses.replace(pt(4, 192.0), batches=47), dataclasses.replace(pt(4, 274.0), batches=197)
-    (pooled,) = points.pooled([short, long])
+    (pooled,) = points.per_setting([short, long])
     assert pooled.throughput_samples_per_s == pytest.approx((192.0 * 47 + 274.0 * 197) / 244)
     assert pooled.runs == 2 and pooled.batches == 244
 

@@ -24,7 +24,7 @@ def test_a_failed_point_is_never_faster() -> None:
 
 
 def test_repeated_runs_pool_into_their_mean_with_the_spread_between_them() -> None:
-    pooled = points.pooled([pt(2, 100.0, spread=0.02), pt(4, 150.0), pt(2, 120.0, spread=0.03)])
+    pooled = points.per_setting([pt(2, 100.0, spread=0.02), pt(4, 150.0), pt(2, 120.0, spread=0.03)])
     assert [p.workers for p in pooled] == [2, 4]
     assert pooled[0].throughput_samples_per_s == pytest.approx(110.0)
     assert pooled[0].spread == pytest.approx(10.0 / 110.0)
