@@ -163,24 +163,16 @@ def uint8_transfer(f: Facts, v: Verdict) -> Recommendation | None:
 
 def decode_on_gpu(f: Facts, v: Verdict) -> Recommendation | None:
     """CPU-bound loading on a CUDA machine that the cores this process may use cannot feed at the
-    rate the step takes with free inputs, however many workers: decode and augment on the GPU."""
-    needed, cores, free = f.loading_cores_needed, f.cores_per_rank, f.synthetic
-    if not f.cuda_in_use or v.bottleneck is not Bottleneck.CPU or needed is None or not cores or free is None:
+    rate the step takes with free inputs, however many workers (the capacity line, ``cause.capacity``):
+    decode and augment on the GPU."""
+    needed, cores, line = f.loading_cores_needed, f.cores_per_rank, cited(v, FindingKind.CAPACITY)
+    if v.bottleneck is not Bottleneck.CPU or not line or needed is None or not cores or needed <= cores:
         return None
-    if needed <= cores:
-        return None
-    assert free.throughput_samples_per_s is not None
-    per_sample_ms = 1000 * needed / free.throughput_samples_per_s
-    line = (
-        f"Feeding the GPU at its free-input rate ({free.throughput_samples_per_s:,.0f} samples/s) takes "
-        f"{needed:.1f} cores of loading ({per_sample_ms:.1f} ms of CPU per sample), and this process may use {cores}."
-    )
     return Recommendation(
         id="decode-on-gpu",
         title=f"Decode and augment on the GPU: feeding it takes {needed:.0f} cores, {cores} are there",
         detail=(
-            f"{line} No num_workers setting can close that gap on the CPU. Move JPEG decoding and augmentation "
-            "to the GPU:\n"
+            f"{line[0]} Move JPEG decoding and augmentation to the GPU:\n"
             "    images = torchvision.io.decode_jpeg(list_of_encoded, device='cuda')  # batched, nvJPEG\n"
             "    images = v2.Compose([...])(images)  # torchvision.transforms.v2 on CUDA tensors\n"
             "torchcodec's CUDA decoder, NVIDIA DALI (with its drop-in for torchvision.transforms.v2) and "
@@ -188,5 +180,5 @@ def decode_on_gpu(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         expected_speedup=bounded(v.speedup_ceiling, v.speedup_ceiling),
         measured=False,
-        evidence=cited(v, FindingKind.CAPACITY) or (line,),
+        evidence=line,
     )
