@@ -100,6 +100,7 @@ def capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def counted(count: int, noun: str) -> str:
-    """``count`` of ``noun``, the noun in the plural unless there is one: ``1 worker``, ``0 workers``."""
-    return f"{count} {noun}" + ("" if count == 1 else "s")
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` of ``noun``, the noun in the plural unless there is one: ``1 worker``, ``0 workers``;
+    ``plural`` where adding an s does not make it (``2 epoch boundaries``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -295,12 +295,13 @@ def _boundary_lines(f: Facts) -> list[Finding]:
     share = 1 - real.throughput_samples_per_s / real.steps_samples_per_s
     each = real.wall_s * share / real.epoch_boundaries
     workers = f"its {counted(f.num_workers, 'worker')} started again, " if f.num_workers else ""
-    crossings = counted(real.epoch_boundaries, "epoch boundary").replace("boundarys", "boundaries")
+    crossings = counted(real.epoch_boundaries, "epoch boundary", "epoch boundaries")
     between = sorted(f.between_epochs_s)
+    median_between = between[len(between) // 2] if between else None
     script = (
-        f" Between epochs the script itself spent {between[len(between) // 2]:.2f} s more (evaluation, "
-        "checkpoints, logging: the median of each time), outside both figures."
-        if between
+        f" Between epochs the script itself spent {median_between:.2f} s more (evaluation, checkpoints, "
+        "logging: the median of each time), outside both figures."
+        if median_between is not None
         else ""
     )
     return [
@@ -312,7 +313,7 @@ def _boundary_lines(f: Facts) -> list[Finding]:
             f"compared over their steps alone.{script}",
             boundary_s=each,
             boundary_share=share,
-            between_epochs_s=between[len(between) // 2] if between else None,
+            between_epochs_s=median_between,
         )
     ]
 
