@@ -79,8 +79,12 @@ def _below(best: int, limits: Limits, down: bool) -> list[int]:
     """What verifies that ``best`` is where returns end: a quarter fewer workers (never under
     ``min_workers``), and with ``down`` no workers (where ``min_workers`` allows)."""
     lower = max(best - max(1, best // 4), limits.min_workers)
-    none = [0] if down and limits.min_workers == 0 else []
-    return [*([lower] if lower < best else []), *none]
+    return [*([lower] if lower < best else []), *_none(limits, down)]
+
+
+def _none(limits: Limits, down: bool) -> list[int]:
+    """No workers, where the script's workers compete with the step (``down``) and ``min_workers`` allows."""
+    return [0] if down and limits.min_workers == 0 else []
 
 
 def _around(
@@ -94,7 +98,7 @@ def _around(
     Over whole epochs, the steps of ``_steps`` instead, and no workers after them with ``down``."""
     target = max(target, limits.min_workers)
     if fewest_for_rounds(target, limits):
-        return [*_steps(target, measured, limits), *([0] if down and limits.min_workers == 0 else [])]
+        return [*_steps(target, measured, limits), *_none(limits, down)]
     wanted = [target]
     while not down and (top := _starved_top(measured, wanted)) is not None and top < limits.max_workers:
         wanted.append(_up(measured[top], limits, consumer))
