@@ -124,7 +124,7 @@ def _first(
     runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
 ) -> tuple[RunResult, RunSummary] | None:
     """The first run of ``mode``, with its figures pooled with those of the runs that measured the
-    same again and finished (a ceiling near its line is measured twice: ``next_runs``)."""
+    same again and finished (a ceiling near its line is measured twice: ``plan.diagnose``)."""
     found = _measured(runs, summaries, mode)
     return (found[0], pooled(found[1])) if found else None
 

@@ -105,13 +105,13 @@ def diagnose(
     """
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DEFAULT_PY_SPY_S, DIAGNOSE_MODES, parse_modes
-        from fastload_cli.session import DiagnoseRuns
+        from fastload_cli.plan import Diagnose
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         out, base = prepare(Command.DIAGNOSE, script, script_args, measure, outputs, gates, launch, out, transforms)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
-        runs = DiagnoseRuns(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
+        runs = Diagnose(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
         run_command(Command.DIAGNOSE, base, runs, out)
 
 
@@ -132,12 +132,12 @@ def synthetic_compare(
     input-pipeline fix, read in a paragraph."""
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DIAGNOSE_MODES
-        from fastload_cli.session import DiagnoseRuns
+        from fastload_cli.plan import Diagnose
 
         out, base = prepare(
             Command.SYNTHETIC_COMPARE, script, script_args, measure, outputs, gates, launch, out, transforms
         )
-        run_command(Command.SYNTHETIC_COMPARE, base, DiagnoseRuns(DIAGNOSE_MODES, None), out)
+        run_command(Command.SYNTHETIC_COMPARE, base, Diagnose(DIAGNOSE_MODES, None), out)
 
 
 @app.command("sweep-workers")
@@ -161,7 +161,7 @@ def sweep_workers(
     CPU, memory and start-up per setting, the best setting and where returns end."""
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import parse_counts
-        from fastload_cli.session import SweepRuns
+        from fastload_cli.plan import Sweep
 
         out, base = prepare(Command.SWEEP_WORKERS, script, script_args, measure, outputs, gates, launch, out)
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
@@ -169,7 +169,7 @@ def sweep_workers(
         if grid is None and fixed_plan(base, out):
             raise UsageError("an adaptive sweep cannot run on several nodes", "give the settings: --workers 0,2,4,8")
         pin_both = pin_memory is PinMemory.BOTH
-        runs = SweepRuns(max_workers, grid, factors, pin_both, in_process=in_process)
+        runs = Sweep(max_workers, grid, factors, pin_both, in_process=in_process)
         run_command(Command.SWEEP_WORKERS, base, runs, out)
 
 
@@ -190,10 +190,10 @@ def try_fixes(
     with its noise, the memory it costs, and the code change that makes it permanent."""
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import parse_fixes
-        from fastload_cli.session import TryRuns
+        from fastload_cli.plan import TryFixes
 
         out, base = prepare(Command.TRY, script, script_args, measure, outputs, gates, launch, out)
-        run_command(Command.TRY, base, TryRuns(parse_fixes(fix)), out)
+        run_command(Command.TRY, base, TryFixes(parse_fixes(fix)), out)
 
 
 @app.command()
@@ -212,7 +212,7 @@ def demo(
     from fastload_cli import examples
     from fastload_cli.config import DIAGNOSE_MODES
     from fastload_cli.errors import MissingDependencyError, UnknownExampleError
-    from fastload_cli.session import DiagnoseRuns
+    from fastload_cli.plan import Diagnose
 
     with error_boundary(chatter.output()) as out:
         example = examples.find(name) if name else examples.EXAMPLES[0]
@@ -226,7 +226,7 @@ def demo(
             )
         note(out, f"Example '{example.name}': {example.summary}.")
         base = make_config(example.filename, None, measure, cwd=example.path.parent)
-        run_command(Command.DIAGNOSE, base, DiagnoseRuns(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
+        run_command(Command.DIAGNOSE, base, Diagnose(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
 

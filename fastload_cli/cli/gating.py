@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.text import Text
 
-from fastload_cli.cli.run import EXIT_GATE, STDOUT, Output, note, stderr
+from fastload_cli.cli.output import EXIT_GATE, STDOUT, Output, note, stderr
 from fastload_cli.errors import UsageError
 
 if TYPE_CHECKING:

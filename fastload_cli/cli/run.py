@@ -11,7 +11,6 @@ import secrets
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -20,40 +19,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from fastload_cli.cli.output import EXIT_INTERRUPTED, STDOUT, STOP_SIGNALS, Output, note, stderr
 from fastload_cli.config import RunConfig
 from fastload_cli.errors import FastloadError, OutputPathError, ScriptFailedError, UsageError
 from fastload_cli.formatting import printable
 
 if TYPE_CHECKING:
-    from fastload_cli.analyzer.gates import Gates
+    from fastload_cli.plan import Outcome, Plan
     from fastload_cli.records import Command, Environment, ModeSpec, Report, RunResult
     from fastload_cli.reporters import Format
-    from fastload_cli.session import CommandRuns, Outcome
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
-EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED = 129, 130, 143
-# A signal that ends a command as Ctrl-C does (a clean stop, the partial report), and its exit status
-STOP_SIGNALS: dict[int, int] = {signal.SIGHUP: EXIT_HUNG_UP, signal.SIGTERM: EXIT_TERMINATED}
-STDOUT = "-"
-
-stderr = Console(stderr=True, highlight=False, markup=False)  # strings are text, never markup
-
-
-@dataclass(frozen=True, slots=True)
-class Output:
-    """Where the results go (format name -> path, '-' for stdout), how chatty fastload is, and the
-    CI gates the report must pass."""
-
-    paths: dict[str, str] = field(default_factory=dict)
-    gates: Gates | None = None
-    quiet: bool = False
-    debug: bool = False
-    show_output: bool = False
-
-    @property
-    def to_stdout(self) -> bool:
-        """A document goes to stdout, which then holds only that document."""
-        return STDOUT in self.paths.values()
 
 
 def outputs(named: dict[str, str | None], requested: list[str] | None) -> dict[str, str]:
@@ -103,14 +77,14 @@ def check_writable(path: str) -> None:
         raise OutputPathError(path, "permission denied")
 
 
-def run_command(command: Command, base: RunConfig, runs: CommandRuns, out: Output) -> None:
+def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -> None:
     """Execute the command's runs, analyse, report; exits with 130/143 when interrupted."""
     from fastload_cli.samplers.gpu import open_nvml
 
     nvml = open_nvml()
     try:
         with _terminate_as_interrupt() as terminated:
-            outcome = _run_with_progress(base, runs, nvml, out)
+            outcome = _run_with_progress(base, planned, nvml, out)
         report = make_report(command, base, outcome, nvml)
     finally:
         if not isinstance(nvml, str):
@@ -129,7 +103,7 @@ def run_command(command: Command, base: RunConfig, runs: CommandRuns, out: Outpu
 
 def make_report(command: Command, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
     """The report, or None when an interrupted command measured no batch at all."""
-    from fastload_cli.analyzer.report import build_report
+    from fastload_cli.plan.report import build_report
 
     if outcome.interrupted and not any(r.batches for r in outcome.runs):
         return None
@@ -158,11 +132,11 @@ def _environment(runs: Sequence[RunResult], nvml: Any) -> Environment:
     )
 
 
-def _run_with_progress(base: RunConfig, runs: CommandRuns, nvml: Any, out: Output) -> Outcome:
+def _run_with_progress(base: RunConfig, planned: Plan, nvml: Any, out: Output) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fastload_cli.runner.launch import Observer
-    from fastload_cli.session import ModeRunner
+    from fastload_cli.session import StepRunner, execute
 
     progress = Progress(
         TextColumn("{task.description:<14}"),
@@ -188,7 +162,7 @@ def _run_with_progress(base: RunConfig, runs: CommandRuns, nvml: Any, out: Outpu
         note(out, f"{spec.label}: {message}." if spec is not None else message)
 
     with progress:
-        return runs.execute(ModeRunner(base, nvml, observe, on_note))
+        return execute(planned, StepRunner(base, nvml, observe, on_note))
 
 
 def _stream_output(data: bytes) -> None:
@@ -232,11 +206,6 @@ def write_atomically(path: Path, document: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-def note(out: Output, message: str) -> None:
-    if not out.quiet:
-        stderr.print(message, markup=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ so the child process can use it too.
 - ``measured``: what one run measured (the child's events, the parent's samples): ``RunResult``.
 - ``report``: what the analyzer derives and the reporters render: ``Report``.
 - ``comparison``: two reports side by side: ``Comparison``.
+- ``outcome``: a run with its summary, as one pair: ``Measured``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from fastload_cli.records.modes import (
     RunStatus,
     StopReason,
 )
+from fastload_cli.records.outcome import Measured
 from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, RUN_ID_ENV
 from fastload_cli.records.report import (
     INTERLEAVED,
@@ -113,6 +115,7 @@ __all__ = [
     "InputSplit",
     "IteratorInfo",
     "LoaderInfo",
+    "Measured",
     "Mode",
     "ModeChange",
     "ModeFigures",

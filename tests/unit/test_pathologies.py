@@ -423,7 +423,7 @@ def test_batches_delivered_out_of_order_are_compared_by_make_up_only() -> None:
 )
 def test_a_failure_before_the_first_batch_is_explained_by_its_pathology(message, env, kind, said) -> None:
     from fastload_cli.errors import ScriptFailedError
-    from fastload_cli.session import check_measurable
+    from fastload_cli.plan import check_measurable
 
     run = dataclasses.replace(
         b.run("real", [], loaders=[b.loader(4)]),
@@ -437,7 +437,7 @@ def test_a_failure_before_the_first_batch_is_explained_by_its_pathology(message,
 
 def test_a_failure_no_pathology_explains_keeps_its_own_hint() -> None:
     from fastload_cli.errors import ScriptFailedError
-    from fastload_cli.session import check_measurable
+    from fastload_cli.plan import check_measurable
 
     run = dataclasses.replace(
         b.run("real", [], loaders=[b.loader(4)]),

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import analyze, next_runs
+from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer.pooled import pooled
+from fastload_cli.plan.diagnose import measure_again
 from fastload_cli.records import Bottleneck
 from tests.unit import builders as b
 
@@ -31,30 +32,30 @@ def near_line_runs(synthetic_step_ms: float) -> list:
 
 def test_a_ceiling_within_its_noise_of_the_compute_line_is_measured_again_once() -> None:
     runs = near_line_runs(9.0)  # 1.12x (10.2 ms a step against 9.1), within ±5% of 1.15x
-    note = next_runs.measure_again(analyze(runs), runs)
+    note = measure_again(analyze(runs), runs)
     assert note is not None and "1.12x" in note and "1.15x" in note
     far = near_line_runs(5.0)  # 2x: clearly input-bound
-    assert next_runs.measure_again(analyze(far), far) is None
+    assert measure_again(analyze(far), far) is None
     twice = [*runs, *near_line_runs(9.0)]
-    assert next_runs.measure_again(analyze(twice), twice) is None
+    assert measure_again(analyze(twice), twice) is None
     # each run took 10 s from start to end: a pair more, 25 s into the command, would end past 40 s
     slow = [dataclasses.replace(r, ended_ns=10 * 10**9) for r in runs]
-    assert next_runs.measure_again(analyze(slow), slow, elapsed_s=15.0) is not None
-    assert next_runs.measure_again(analyze(slow), slow, elapsed_s=25.0) is None
+    assert measure_again(analyze(slow), slow, elapsed_s=15.0) is not None
+    assert measure_again(analyze(slow), slow, elapsed_s=25.0) is None
 
 
 def test_free_inputs_measured_slower_than_the_real_run_are_measured_again_once() -> None:
     runs = near_line_runs(14.0)  # 0.72x: free inputs cannot slow training, the machine changed between runs
     analysis = analyze(runs)
     assert analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE
-    note = next_runs.measure_again(analysis, runs)
+    note = measure_again(analysis, runs)
     assert note is not None and "0.72x" in note and "measuring real and synthetic again" in note
     twice = [*runs, *near_line_runs(9.0)]  # pooled: the second pair read 1.12x
     assert analyze(twice).verdict.bottleneck is Bottleneck.COMPUTE
-    assert next_runs.measure_again(analyze(twice), twice) is None
+    assert measure_again(analyze(twice), twice) is None
     broken_again = [*runs, *near_line_runs(14.0)]
     assert analyze(broken_again).verdict.bottleneck is Bottleneck.INCONCLUSIVE
-    assert next_runs.measure_again(analyze(broken_again), broken_again) is None  # once only
+    assert measure_again(analyze(broken_again), broken_again) is None  # once only
 
 
 def test_a_low_ceiling_beside_a_step_that_got_its_cpu_back_is_measured_again_once() -> None:
@@ -68,12 +69,12 @@ def test_a_low_ceiling_beside_a_step_that_got_its_cpu_back_is_measured_again_onc
     synthetic = dataclasses.replace(found.facts.synthetic, main_cpu_percent=197.0)
     facts = dataclasses.replace(found.facts, real=real, synthetic=synthetic)
     starved = dataclasses.replace(found, facts=facts)
-    note = next_runs.measure_again(starved, runs)
+    note = measure_again(starved, runs)
     assert note is not None and "1.19x the CPU" in note and "measuring real and synthetic again" in note
-    assert next_runs.measure_again(starved, [*runs, *near_line_runs(9.5)]) is None  # once only
+    assert measure_again(starved, [*runs, *near_line_runs(9.5)]) is None  # once only
     kept = dataclasses.replace(synthetic, main_cpu_percent=175.0)  # 1.06x the CPU: nothing contradicts it
     uncontradicted = dataclasses.replace(found, facts=dataclasses.replace(facts, synthetic=kept))
-    assert next_runs.measure_again(uncontradicted, runs) is None
+    assert measure_again(uncontradicted, runs) is None
 
 
 def test_the_verdict_reads_both_measurements_pair_by_pair() -> None:

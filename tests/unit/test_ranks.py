@@ -8,12 +8,13 @@ import json
 
 import pytest
 
-from fastload_cli.analyzer import analyze, next_runs, ranks
+from fastload_cli.analyzer import analyze, ranks
 from fastload_cli.analyzer.merge import MergeError, merge
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.cli.launcher import LaunchOptions
 from fastload_cli.config import Launcher
 from fastload_cli.errors import UsageError
+from fastload_cli.plan.diagnose import freeing_the_straggler
 from fastload_cli.records import (
     Bottleneck,
     ChildSpec,
@@ -130,17 +131,17 @@ def test_a_compute_straggler_is_named_in_the_verdict_with_the_gain_of_balancing_
     assert not advice.measured and advice.title == "Find why rank 1's step is slower than the other ranks'"
     # rank 1's step is 50 ms, busy 44.1 ms of it against rank 0's 14.7 ms: 50 / (50 - 29.4)
     assert advice.expected_speedup == pytest.approx(2.43, abs=0.01)
-    assert next_runs.freeing_the_straggler(analysis, [busy_step()], multi_node=False) is None  # no run frees a step
+    assert freeing_the_straggler(analysis, [busy_step()], multi_node=False) is None  # no run frees a step
 
 
 def test_freeing_an_input_straggler_is_measured_once_and_never_on_a_balanced_job() -> None:
     analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5)])
-    spec = next_runs.freeing_the_straggler(analysis, [straggling()], multi_node=False)
+    spec = freeing_the_straggler(analysis, [straggling()], multi_node=False)
     assert spec == ModeSpec(mode=Mode.SYNTHETIC, ranks=(1,)) and spec.label == "synthetic@rank1"
-    assert next_runs.freeing_the_straggler(analysis, [straggling(), straggling(spec=spec)], multi_node=False) is None
+    assert freeing_the_straggler(analysis, [straggling(), straggling(spec=spec)], multi_node=False) is None
     balanced_job = analyze([balanced(), balanced("synthetic", wait_ms=0.5)])
-    assert next_runs.freeing_the_straggler(balanced_job, [], multi_node=False) is None
-    assert next_runs.freeing_the_straggler(analysis, [straggling()], multi_node=True) is None  # no node sees all
+    assert freeing_the_straggler(balanced_job, [], multi_node=False) is None
+    assert freeing_the_straggler(analysis, [straggling()], multi_node=True) is None  # no node sees all
 
 
 def straggling(mode: str = "real", spec: ModeSpec | None = None) -> RunResult:
@@ -230,14 +231,15 @@ def test_a_node_that_sees_part_of_the_job_says_so() -> None:
 
 
 def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
-    from fastload_cli.analyzer.report import build_report
     from fastload_cli.config import RunConfig
-    from fastload_cli.session import Outcome
+    from fastload_cli.plan import Outcome
+    from fastload_cli.plan.report import build_report
+    from fastload_cli.records import Measured
     from tests.unit.test_report_sections import ENV  # the sample environment
 
     runs = (straggling(),)
     report = build_report(Command.DIAGNOSE, RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
-                          Outcome(runs=runs, summaries=tuple(summarize(r) for r in runs)),
+                          Outcome(measured=tuple(Measured(r, summarize(r)) for r in runs)),
                           dataclasses.replace(ENV, world_size=2, nproc_per_node=2))  # fmt: skip
     doc = json.loads(json_report.document(report))
     assert doc["environment"]["world_size"] == 2 and doc["environment"]["nproc_per_node"] == 2

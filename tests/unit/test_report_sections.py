@@ -17,8 +17,9 @@ from rich.console import Console, Group
 
 from fastload_cli.analyzer import search
 from fastload_cli.analyzer.metrics import summarize
-from fastload_cli.analyzer.report import build_report
 from fastload_cli.config import RunConfig
+from fastload_cli.plan import Outcome
+from fastload_cli.plan.report import build_report
 from fastload_cli.records import (
     BatchLayout,
     Breakdown,
@@ -26,6 +27,7 @@ from fastload_cli.records import (
     Command,
     Environment,
     FixSpec,
+    Measured,
     Pathology,
     PathologyKind,
     Profile,
@@ -36,7 +38,6 @@ from fastload_cli.records import (
     TensorLeaf,
 )
 from fastload_cli.reporters import FORMATS, json_report, terminal
-from fastload_cli.session import Outcome
 from tests.unit import builders as b
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "sections"
@@ -104,9 +105,9 @@ def full_report() -> Report:
     bare = b.run("cached-no-aug", b.batches([100] + [12] * 29, 10), loaders=[aug])
     fixes = (b.run("fix:thread-prefetch", b.batches([100] + [26] * 29, 10)),)
     runs = (real, synthetic, no_aug, cached, bare, setting(0, 60.0), setting(4, 20.0), setting(8, 20.0), *fixes)
-    summaries = tuple(summarize(run) for run in runs)
+    measured = tuple(Measured(run, summarize(run)) for run in runs)
     asked = (FixSpec.parse("thread-prefetch"), FixSpec.parse("pin-memory"))
-    outcome = Outcome(runs=runs, summaries=summaries, breakdown=BREAKDOWN, limits=search.Limits(refine=0), fixes=asked)
+    outcome = Outcome(measured=measured, breakdown=BREAKDOWN, limits=search.Limits(refine=0), fixes=asked)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", script_args=("--epochs", "1"))
     return dataclasses.replace(build_report(Command.SYNTHETIC_COMPARE, base, outcome, ENV), pathologies=(PATHOLOGY,))
 

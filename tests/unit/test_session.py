@@ -1,4 +1,5 @@
-"""The mode sequence: skips, retries of disturbed runs, and what stops it (run_mode replaced)."""
+"""The session executing plans: skips, retries of disturbed runs, what stops a command, the sweep's
+and diagnose's steps as runs (run_mode replaced)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import session
-from fastload_cli.analyzer import Analysis, analyze, next_runs, search, trials
+from fastload_cli.analyzer import Analysis, analyze, search, trials
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.config import DIAGNOSE_MODES, RunConfig
+from fastload_cli.config import DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_MAX_WORKERS, DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
+from fastload_cli.plan import Diagnose, Outcome, Part, State, Step, Sweep, diagnose, follow_ups
+from fastload_cli.plan.runs import mode_step
+from fastload_cli.plan.step import FollowUp
+from fastload_cli.plan.sweep import searched
 from fastload_cli.records import (
     Bottleneck,
     FindingKind,
+    Measured,
     Mode,
     ModeSpec,
     PhaseMark,
@@ -57,10 +63,40 @@ def fake(monkeypatch: pytest.MonkeyPatch, results: list[RunResult]) -> list[str]
     return calls
 
 
-def run(notes: list[str] | None = None) -> session.Outcome:
+@dataclasses.dataclass(frozen=True)
+class ModesOnly:
+    """A plan that runs ``modes`` in order and nothing else."""
+
+    modes: tuple[ModeSpec, ...]
+
+    def start(self) -> Outcome:
+        return Outcome()
+
+    def sizing(self, base: RunConfig) -> RunConfig:
+        return base
+
+    def next_step(self, state: State) -> Step | None:
+        done = len(state.taken(Part.MODES))
+        if done >= len(self.modes):
+            return None
+        return mode_step(state, self.modes[done], state.base.with_mode(self.modes[done]))
+
+
+def run_modes(runner: session.StepRunner, modes: tuple[ModeSpec, ...]) -> Outcome:
+    return session.execute(ModesOnly(modes), runner)
+
+
+def run_sweep(runner: session.StepRunner, limits: search.Limits, done: Outcome | None = None) -> Outcome:
+    """sweep-workers' search with ``limits``' grid and in-process, after the runs ``done`` (none:
+    the search alone, without the script's own setting measured first)."""
+    sweep = Sweep(DEFAULT_MAX_WORKERS, limits.grid, in_process=limits.in_process)
+    return session.execute(sweep, runner, done or Outcome(taken=(Step(part=Part.MODES),)))
+
+
+def run(notes: list[str] | None = None) -> Outcome:
     found = notes if notes is not None else []
-    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, m: found.append(m))
-    return session.run_modes(runner, DIAGNOSE_MODES)
+    runner = session.StepRunner(BASE, None, lambda spec: None, lambda spec, m: found.append(m))
+    return run_modes(runner, tuple(DIAGNOSE_MODES))
 
 
 def test_no_aug_is_skipped_without_augmentation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,9 +206,9 @@ def settings(calls: list[RunConfig]) -> list[object]:
 
 def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
-    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
-    outcome = session.run_sweep(runner, search.Limits(), done=own)
+    runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    outcome = run_sweep(runner, search.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
     # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
     # 8 is four times as fast as the script's own 2: a second run of each could not change that
@@ -191,8 +227,8 @@ def test_each_step_of_a_sweep_computes_the_prediction_once(monkeypatch: pytest.M
     from fastload_cli.analyzer.search import predict
 
     fake_pipeline(monkeypatch)
-    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
     predictions, steps = [], []
     made, asked = predict.from_runs, search.next_step
 
@@ -206,7 +242,7 @@ def test_each_step_of_a_sweep_computes_the_prediction_once(monkeypatch: pytest.M
 
     monkeypatch.setattr(predict, "from_runs", counted_prediction)
     monkeypatch.setattr(search, "next_step", counted_step)
-    session.run_sweep(runner, search.Limits(in_process=in_process), done=own)
+    run_sweep(runner, search.Limits(in_process=in_process), done=own)
     # one question per step, the last one answered "done"; each asked of a state that made one prediction
     assert len(steps) == (3 if in_process else 4)
     assert len(predictions) == len(steps)
@@ -214,9 +250,9 @@ def test_each_step_of_a_sweep_computes_the_prediction_once(monkeypatch: pytest.M
 
 def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
-    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
-    outcome = session.run_sweep(runner, search.Limits(in_process=True), done=own)
+    runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
+    outcome = run_sweep(runner, search.Limits(in_process=True), done=own)
     # 8 and 6 are known before either is measured: one run of the script measures both in turn;
     # 12 depends on what they measured, so it runs after them
     assert settings(calls[2:]) == [(8, 6), 12]
@@ -232,7 +268,7 @@ def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkey
 def test_a_pair_of_settings_at_epochs_is_one_run_of_exactly_its_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch, epoch=20)
     notes: list[str] = []
-    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, note: notes.append(note))
+    runner = session.StepRunner(BASE, None, lambda spec: None, lambda spec, note: notes.append(note))
     pair = search.Step(
         specs=(ModeSpec(mode=Mode.WORKERS, workers=2), ModeSpec(mode=Mode.WORKERS, workers=0)),
         warmup=20,
@@ -242,7 +278,7 @@ def test_a_pair_of_settings_at_epochs_is_one_run_of_exactly_its_epochs(monkeypat
         at_epochs=True,
         note="an epoch of each",
     )
-    outcome = session.run_step(runner, pair, session.Outcome())
+    outcome = runner.take(searched(pair, runner.base), Outcome())
     (config,) = calls
     assert config.child.turn_at_epochs and config.fixed_batches and config.settle is None
     assert config.requested_batches == 60 and notes == ["an epoch of each"]
@@ -255,8 +291,8 @@ def test_a_pair_of_settings_at_epochs_is_one_run_of_exactly_its_epochs(monkeypat
 
 def test_without_the_scripts_own_setting_the_sweep_climbs(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch, known=False)
-    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    outcome = session.run_sweep(runner, search.Limits())
+    runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    outcome = run_sweep(runner, search.Limits())
     assert [c.spec.workers for c in calls] == [0, 1, 2, 4, 8, 16, 32, 6, 7]
     # each point's warm-up covers the start-up burst, and its window several rounds of batches
     assert (calls[2].warmup, calls[2].max_batches) == (5, 20)
@@ -271,10 +307,10 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
 ) -> None:
     calls = fake_pipeline(monkeypatch, known=False, epoch=20)
     notes: list[str] = []
-    runner = session.ModeRunner(
+    runner = session.StepRunner(
         dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
     )
-    session.run_sweep(runner, search.Limits(grid=(8, 1)))
+    run_sweep(runner, search.Limits(grid=(8, 1)))
     # 8 workers: before any run fastload does not know the loader: 16 batches of warm-up and 24
     # measured; the loader then shows epochs of 20 batches, too short for a steady window at 8
     # workers (a burst of 16 and as many drained): measured again, one epoch of warm-up and three
@@ -285,7 +321,7 @@ def test_a_first_setting_whose_epochs_turn_out_too_short_is_measured_again_in_wh
     assert any("whole epochs" in note for note in notes)
     # a loader with long epochs needs no second run
     calls = fake_pipeline(monkeypatch, known=False, epoch=200)
-    session.run_sweep(runner, search.Limits(grid=(8, 1)))
+    run_sweep(runner, search.Limits(grid=(8, 1)))
     assert [c.spec.workers for c in calls] == [8, 1]
 
 
@@ -296,11 +332,11 @@ def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_
     # first epoch's a quarter longer; epochs of 20 batches
     calls = fake_pipeline(monkeypatch, own_workers=8, epoch=20, first_epoch=1.25)
     notes: list[str] = []
-    runner = session.ModeRunner(
+    runner = session.StepRunner(
         dataclasses.replace(BASE, max_batches=20), None, lambda spec: None, lambda spec, note: notes.append(note)
     )
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))  # inside the first epoch
-    outcome = session.run_sweep(runner, search.Limits(grid=(10,)), done=own)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL),))  # inside the first epoch
+    outcome = run_sweep(runner, search.Limits(grid=(10,)), done=own)
     # 10 workers have no steady window in 20 batches: whole epochs after one of warm-up. The
     # script's own 8, measured inside the first epoch, is measured again after it, once
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(10, 20), (8, 20)]
@@ -313,16 +349,16 @@ def test_settings_compared_with_one_measured_after_the_first_epoch_are_measured_
     # the script's own 2 (40 ms, 50 in the first epoch) against 8 (10 ms): five times slower, which
     # the first epoch cannot explain; not measured again, and a caveat says so
     calls = fake_pipeline(monkeypatch, epoch=20, first_epoch=1.25)
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))
-    outcome = session.run_sweep(runner, search.Limits(grid=(8,)), done=own)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL),))
+    outcome = run_sweep(runner, search.Limits(grid=(8,)), done=own)
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 20)]
     result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None and [c for c in result.caveats if "first epoch" in c]
     # long epochs (2,000 batches, two minutes at the script's own 2 workers): every setting inside
     # the first epoch, none measured again
     calls = fake_pipeline(monkeypatch, epoch=2_000, first_epoch=1.5)
-    own = session.run_modes(runner, (ModeSpec(mode=Mode.REAL),))
-    session.run_sweep(runner, search.Limits(grid=(8,)), done=own)
+    own = run_modes(runner, (ModeSpec(mode=Mode.REAL),))
+    run_sweep(runner, search.Limits(grid=(8,)), done=own)
     assert [(c.spec.workers, c.warmup) for c in calls[1:]] == [(8, 16)]
 
 
@@ -332,15 +368,15 @@ def test_diagnose_sweeps_only_when_loading_is_the_limit_and_cores_are_free(monke
         return b.run("real", b.batches([wait_ms] * 40, 5.0), samples=samples)
 
     synthetic = b.run("synthetic", b.batches([0.1] * 40, 5.0))
-    assert next_runs.why_not_sweep(analyze([real(0.4), synthetic])) is None
+    assert diagnose.why_not_sweep(analyze([real(0.4), synthetic])) is None
     cpu_bound = analyze([real(0.97), synthetic])
     assert cpu_bound.verdict.bottleneck is Bottleneck.CPU
-    assert next_runs.why_not_sweep(cpu_bound) == "the cores were 97% busy: more workers cannot help"
-    assert next_runs.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == next_runs.NOT_INPUT_BOUND
+    assert diagnose.why_not_sweep(cpu_bound) == "the cores were 97% busy: more workers cannot help"
+    assert diagnose.why_not_sweep(analyze([real(0.4, wait_ms=0.1), synthetic])) == diagnose.NOT_INPUT_BOUND
     # loaders asleep while the loop waits: latency, which more workers hide without cores of their own
     io_bound = analyze([real(0.97, loaders=0.1), synthetic])
     assert io_bound.verdict.bottleneck is Bottleneck.IO
-    assert next_runs.why_not_sweep(io_bound) is None
+    assert diagnose.why_not_sweep(io_bound) is None
 
 
 def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers() -> None:
@@ -353,24 +389,24 @@ def test_diagnose_sweeps_cheap_batches_on_busy_cores_but_not_restarting_workers(
         loader=b.loader(),
         cpu_count=2,
     )
-    assert next_runs.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
+    assert diagnose.why_not_sweep(analysis(base)) is not None  # busy cores: more workers cannot help
     cheap = dataclasses.replace(base, loader=dataclasses.replace(b.loader(), dataset_type="TensorDataset"))
-    assert next_runs.why_not_sweep(analysis(cheap)) is None  # fewer workers can
+    assert diagnose.why_not_sweep(analysis(cheap)) is None  # fewer workers can
     # ... even where the wait and the ceiling read the step as the limit: the handoff is a cost the
     # comparison with free inputs barely resolves, and a workers=0 point measures it
     compute = dataclasses.replace(
         cheap, real=b.summary(wait=0.07, busy=0.05, system=0.97), synthetic=b.summary("synthetic", throughput=104.0)
     )
     assert decide(compute).bottleneck is Bottleneck.COMPUTE
-    then = next_runs.after_modes(analysis(compute), may_sweep=True, breakdown_asked=False)
+    then = diagnose.after_modes(analysis(compute), may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "Handing batches over" in then.why
     assert not then.guided  # the prediction does not model the handoff: the climb from 0 measures it
     plain = dataclasses.replace(compute, loader=b.loader())
-    assert not next_runs.after_modes(analysis(plain), may_sweep=True, breakdown_asked=False).sweep
+    assert not diagnose.after_modes(analysis(plain), may_sweep=True, breakdown_asked=False).sweep
     restarting = dataclasses.replace(
         base, real=b.summary(wait=0.3, busy=0.1, system=0.5), epoch_startup_s=(40.0, 42.0), startup_busy=0.0
     )
-    why = next_runs.why_not_sweep(analysis(restarting))
+    why = diagnose.why_not_sweep(analysis(restarting))
     assert why is not None and "start-up every epoch" in why
 
 
@@ -386,18 +422,18 @@ def test_diagnose_sweeps_workers_that_keep_up_but_take_the_steps_cores_however_b
     verdict = decide(competing)
     assert verdict.of(FindingKind.LOADERS_COMPETE)
     analysis = Analysis(summaries=(), verdict=verdict, recommendations=(), facts=competing)
-    then = next_runs.after_modes(analysis, may_sweep=True, breakdown_asked=False)
+    then = diagnose.after_modes(analysis, may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why and then.guided
     # augmentation named the cause (no-aug 1.4x faster): the workers still take the step's cores
     augmented = dataclasses.replace(competing, no_aug=b.summary("no-aug", throughput=140.0))
     verdict = decide(augmented)
     assert verdict.of(FindingKind.AUGMENTATION) and not verdict.of(FindingKind.LOADERS_COMPETE)
     analysis = Analysis(summaries=(), verdict=verdict, recommendations=(), facts=augmented)
-    then = next_runs.after_modes(analysis, may_sweep=True, breakdown_asked=False)
+    then = diagnose.after_modes(analysis, may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why
     # workers busy on a CPU most of the time: loading is the work, more of them cannot help on full cores
     busy = dataclasses.replace(augmented, real=b.summary(wait=0.12, busy=0.7, system=0.97, compute_ms=17.0))
-    assert next_runs.why_not_sweep(Analysis(summaries=(), verdict=decide(busy), recommendations=(), facts=busy))
+    assert diagnose.why_not_sweep(Analysis(summaries=(), verdict=decide(busy), recommendations=(), facts=busy))
 
 
 def test_diagnose_sweeps_workers_partly_busy_on_full_cores_while_the_loop_keeps_up() -> None:
@@ -415,14 +451,14 @@ def test_diagnose_sweeps_workers_partly_busy_on_full_cores_while_the_loop_keeps_
         return Analysis(summaries=(), verdict=decide(found), recommendations=(), facts=found)
 
     partly = analysis(0.37, 0.04)
-    assert partly.facts.loaders_compete and next_runs.why_not_sweep(partly) is None
-    then = next_runs.after_modes(partly, may_sweep=True, breakdown_asked=False)
+    assert partly.facts.loaders_compete and diagnose.why_not_sweep(partly) is None
+    then = diagnose.after_modes(partly, may_sweep=True, breakdown_asked=False)
     assert then.sweep and then.min_workers == 0 and "take the step's cores" in then.why
     # the loop waits a fifth of the time: those workers do not keep up; and workers busy most of
     # the time are the loading itself: on full cores, no sweep
     for behind in (analysis(0.37, 0.25), analysis(0.65, 0.04)):
         assert not behind.facts.loaders_compete
-        assert next_runs.why_not_sweep(behind) == "the cores were 98% busy: more workers cannot help"
+        assert diagnose.why_not_sweep(behind) == "the cores were 98% busy: more workers cannot help"
 
 
 def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -436,9 +472,9 @@ def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkey
         return dataclasses.replace(run, host_samples=samples)
 
     monkeypatch.setattr(session, "run_mode", sleeping_workers)
-    plan = session.DiagnoseRuns(modes=DIAGNOSE_MODES, max_workers=32)
-    runner = session.ModeRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
-    outcome = plan.execute(runner)
+    plan = Diagnose(modes=DIAGNOSE_MODES, max_workers=32)
+    runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
+    outcome = session.execute(plan, runner)
     swept = [c.spec.workers for c in calls if c.spec.mode is Mode.WORKERS]
     analysis = analyze(outcome.runs, outcome.limits)
     assert analysis.verdict.bottleneck is Bottleneck.IO
@@ -447,16 +483,24 @@ def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkey
     assert limits is not None and limits.min_workers == 2
 
 
+def follow_up(runner: session.StepRunner, done: Outcome, *, cached: bool, left_s: float) -> Outcome:
+    """diagnose's follow-ups after the runs ``done``, with ``left_s`` of their time budget left."""
+    decided = Step(part=Part.AFTER_MODES, cached=cached)
+    plan = Diagnose(modes=(), max_workers=None, follow_ups=True)
+    started = time.monotonic() - (DEFAULT_FOLLOW_UP_BUDGET_S - left_s)
+    return session.execute(plan, runner, dataclasses.replace(done, taken=(*done.taken, decided)), started=started)
+
+
 def test_follow_up_runs_start_only_within_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     # an io-bound script whose epochs restart their workers: persistent-workers is worth a run
     calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("fix:persistent-workers")])
-    runner = session.ModeRunner(BASE, None, lambda spec: None)
-    done = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
-    monkeypatch.setattr(session.next_runs, "verifications", lambda analysis, runs: (fix_spec("persistent-workers"),))
-    late = session.follow_up(runner, done, cached=True, deadline=time.monotonic() - 1)
+    runner = session.StepRunner(BASE, None, lambda spec: None)
+    done = Outcome().adding(Measured(quiet_run("real"), summarize(quiet_run("real"))))
+    monkeypatch.setattr(follow_ups, "verifications", lambda analysis, runs: (fix_spec("persistent-workers"),))
+    late = follow_up(runner, done, cached=True, left_s=-1)
     assert calls == [] and late.unverified == ("cached", "persistent-workers")
     # a deadline a run fits in: both run, nothing is left unverified
-    ample = session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
+    ample = follow_up(runner, done, cached=True, left_s=3600)
     assert calls == ["cached", "fix:persistent-workers"] and ample.unverified == ()
 
 
@@ -467,12 +511,12 @@ def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split
     configs: list = []
     measured = session.run_mode
     monkeypatch.setattr(session, "run_mode", lambda config, *rest: configs.append(config) or measured(config, *rest))
-    runner = session.ModeRunner(BASE, None, lambda spec: None)
-    monkeypatch.setattr(session.next_runs, "verifications", lambda analysis, runs: ())
-    done = session.Outcome()
+    runner = session.StepRunner(BASE, None, lambda spec: None)
+    monkeypatch.setattr(follow_ups, "verifications", lambda analysis, runs: ())
+    done = Outcome()
     for mode in ("real", "no-aug"):  # the builders' no-aug run replaced a ColorJitter
-        done = done.adding(quiet_run(mode, augmented=True), summarize(quiet_run(mode, augmented=True)))
-    after = session.follow_up(runner, done, cached=True, deadline=time.monotonic() + 3600)
+        done = done.adding(Measured(quiet_run(mode, augmented=True), summarize(quiet_run(mode, augmented=True))))
+    after = follow_up(runner, done, cached=True, left_s=3600)
     assert calls == ["cached", "split"]
     # the split run is kept apart from the modes' runs, sized by the loader: two workers, two batches
     # prefetched each, so 6 batches a turn may be left over from the turn before, then 16 measured
@@ -483,26 +527,23 @@ def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split
     # 4 x 44 batches at 40 ms and 0.17 s of start-up, 7.2 s. It is named as not measured.
     notes: list[str] = []
     calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
-    short = session.follow_up(
-        dataclasses.replace(runner, on_note=lambda spec, note: notes.append(note)),
-        done,
-        cached=True,
-        deadline=time.monotonic() + 4.0,
+    short = follow_up(
+        dataclasses.replace(runner, on_note=lambda spec, note: notes.append(note)), done, cached=True, left_s=4.0
     )
     assert calls == ["cached"] and short.split_run is None
     assert notes[-1] == "Not measured within diagnose's time budget: split."
     # without a no-aug run that replaced something, the split has nothing to take turns with
-    only_real = session.Outcome().adding(quiet_run("real"), summarize(quiet_run("real")))
+    only_real = Outcome().adding(Measured(quiet_run("real"), summarize(quiet_run("real"))))
     fake(monkeypatch, [quiet_run("cached")])
-    alone = session.follow_up(runner, only_real, cached=True, deadline=time.monotonic() + 3600)
+    alone = follow_up(runner, only_real, cached=True, left_s=3600)
     assert [r.label for r in alone.runs] == ["real", "cached"] and alone.split_run is None
 
 
 def test_modes_asking_for_cached_and_no_aug_ask_for_the_split() -> None:
     asked = tuple(ModeSpec.parse(m) for m in ("real", "no-aug", "cached"))
-    assert session.wants_split(asked)
-    assert not session.wants_split(asked[:2])
-    assert not session.wants_split((asked[0], asked[2]))
+    assert diagnose.wants_split(asked)
+    assert not diagnose.wants_split(asked[:2])
+    assert not diagnose.wants_split((asked[0], asked[2]))
 
 
 def test_a_recommendation_left_unverified_says_so_and_how_to_measure_it() -> None:
@@ -539,8 +580,8 @@ def test_a_transfer_verdict_verifies_pinned_memory_first_with_the_extra_time_a_p
     analysis = Analysis(summaries=(), verdict=verdict, recommendations=b.recommended(f, verdict), facts=f)
     real = b.run("real", b.batches([10] * 20, 5))
     real = dataclasses.replace(real, env=dataclasses.replace(real.env, cuda_available=True, cuda_in_use=True))
-    runs = next_runs.follow_ups(analysis, [real], cached=False)
-    assert runs[0] == (ModeSpec(mode=Mode.FIX, fixes=("pin-memory",)), PATHOLOGY_FOLLOW_UP_EXTRA_S)
+    runs = follow_ups.follow_ups(analysis, [real], cached=False)
+    assert runs[0] == FollowUp(spec=ModeSpec(mode=Mode.FIX, fixes=("pin-memory",)), extra_s=PATHOLOGY_FOLLOW_UP_EXTRA_S)
 
 
 def test_diagnose_measures_real_and_synthetic_again_when_the_ceiling_is_near_the_compute_line(
@@ -554,11 +595,11 @@ def test_diagnose_measures_real_and_synthetic_again_when_the_ceiling_is_near_the
 
     calls = fake(monkeypatch, [*pair(9.0), *pair(6.0)])
     notes: list[str] = []
-    runner = session.ModeRunner(BASE, None, lambda spec: None, lambda spec, m: notes.append(m))
-    outcome = session.DiagnoseRuns(DIAGNOSE_MODES, None).execute(runner)
+    runner = session.StepRunner(BASE, None, lambda spec: None, lambda spec, m: notes.append(m))
+    outcome = session.execute(Diagnose(DIAGNOSE_MODES, None), runner)
     assert calls == ["real", "synthetic", "real", "synthetic"]
     assert any("measuring real and synthetic again" in n for n in notes)
     assert analyze(outcome.runs).facts.ceiling == pytest.approx(20.4 / 15.2, abs=0.03)  # both pairs, pooled
     calls = fake(monkeypatch, pair(5.0))  # 2x: far from the line, measured once
-    session.DiagnoseRuns(DIAGNOSE_MODES, None).execute(runner)
+    session.execute(Diagnose(DIAGNOSE_MODES, None), runner)
     assert calls == ["real", "synthetic"]

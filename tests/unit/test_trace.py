@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from fastload_cli.analyzer import analyze
-from fastload_cli.analyzer.report import timeline
+from fastload_cli.analyzer.timelines import timeline
 from fastload_cli.records import GpuSample
 from fastload_cli.reporters import series, trace
 from tests.unit import builders as b

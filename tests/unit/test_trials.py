@@ -7,10 +7,11 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import next_runs, trials
+from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.metrics import summarize, training_throughput
 from fastload_cli.config import parse_fixes
 from fastload_cli.errors import UsageError
+from fastload_cli.plan.try_fixes import fix_runs
 from fastload_cli.records import UNCHANGED, ChildSpec, Fix, FixSpec, Mode, ModeSpec, RunStatus, Substitution
 from tests.unit import builders as b
 
@@ -62,14 +63,14 @@ def test_fixes_parse_with_their_values_and_unknown_ones_list_the_known() -> None
 def test_each_fix_that_applies_runs_alone_then_all_together() -> None:
     real = b.run("real", b.batches([5.0] * 20, 10.0))
     asked = (F("persistent-workers"), F("pin-memory"), F("thread-prefetch"))
-    planned = next_runs.fix_runs(asked, [real])
+    planned = fix_runs(asked, [real])
     assert [s.label for s in planned.specs] == [
         "fix:persistent-workers",
         "fix:thread-prefetch",
         "fix:persistent-workers+thread-prefetch",
     ]
     assert planned.notes == (f"--fix pin-memory: not measured, {trials.NO_CUDA}.",)
-    assert [s.label for s in next_runs.fix_runs(asked[1:2], [real]).specs] == []
+    assert [s.label for s in fix_runs(asked[1:2], [real]).specs] == []
 
 
 def measured(label: str, step_ms: float, **changes: object) -> tuple:

@@ -1,47 +1,142 @@
-"""What to run next, decided from what was measured so far: pure functions the session asks.
+"""``diagnose`` (and ``synthetic-compare``): the modes in order, the split, then what the
+measurements ask for: real and synthetic again near the line, the job with its straggler's
+input pipeline free, a short num_workers sweep, the breakdown, and the runs that verify the
+advice within a time budget (``follow_ups``).
 
-The session executes; these say whether a mode is worth running, whether ``diagnose`` follows
-its modes with a num_workers sweep (and from which setting), a breakdown and a cached run, and
-which fixes ``try`` and ``diagnose`` measure. What the sweep itself measures is ``search``'s.
+Each part is a pure function of the ``State``; the rules that say whether a part runs are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import Analysis, ranks
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.trials import cuda_available, refusal, to_verify
 from fastload_cli.analyzer.verdict import broken_comparison
-from fastload_cli.analyzer.window import first_loader
-from fastload_cli.config import AGAIN_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S
-from fastload_cli.records import Bottleneck, FindingKind, FixSpec, Mode, ModeSpec, RunResult
+from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.plan import follow_ups
+from fastload_cli.plan.outcome import Outcome
+from fastload_cli.plan.parts import next_in
+from fastload_cli.plan.runs import breakdown_step, mode_step, split_step
+from fastload_cli.plan.state import State
+from fastload_cli.plan.step import Part, Step
+from fastload_cli.plan.sweep import search_step
+from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
-
-
-def why_skip(spec: ModeSpec, done: Sequence[RunResult], drop_transforms: tuple[str, ...]) -> str | None:
-    """Why a mode would measure nothing new, or None: no-aug (or cached-no-aug) without
-    augmentation to remove."""
-    if spec.mode not in (Mode.NO_AUG, Mode.CACHED_NO_AUG) or drop_transforms:
-        return None
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    if real is not None and not any(lo.augmentations for lo in real.loaders):
-        return "no random augmentation found in the datasets' transforms"
-    return None
-
-
-def applies(spec: ModeSpec, done: Sequence[RunResult]) -> bool:
-    """Whether a mode means anything for this script: the device-resident replay only where the
-    real run trained on CUDA (on the CPU nothing is copied to a device)."""
-    if spec.mode is not Mode.SYNTHETIC_DEVICE:
-        return True
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    return real is not None and bool(real.env.cuda_in_use)
-
-
+CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnose:
+    """``diagnose``'s plan: the modes in order; then what ``after_modes`` asks for: a short
+    num_workers sweep (never when ``max_workers`` is None) and the breakdown; then, with
+    ``follow_ups``, the runs that verify the advice."""
+
+    modes: Sequence[ModeSpec]
+    max_workers: int | None
+    breakdown: bool = False  # time each loading step even when the verdict is not cpu
+    follow_ups: bool = False  # the cached run and the runs that verify fixes, when loading is the limit
+
+    def start(self) -> Outcome:
+        return Outcome()
+
+    def sizing(self, base: RunConfig) -> RunConfig:
+        """What the sweep's steps are sized from: the command's batches, at most ``DEFAULT_SWEEP_BATCHES``."""
+        return replace(base, max_batches=min(base.max_batches, DEFAULT_SWEEP_BATCHES))
+
+    def runs_from(self, state: State) -> RunConfig:
+        """What every run starts from: where cached modes are asked for, with what they may decode
+        into memory (``State.with_cache``)."""
+        return state.with_cache(state.base) if any(s.mode in CACHING for s in self.modes) else state.base
+
+    def next_step(self, state: State) -> Step | None:
+        parts = (
+            (Part.MODES, self._modes),
+            (Part.SPLIT, self._split),
+            (Part.AGAIN, self._again),
+            (Part.STRAGGLER, self._straggler),
+            (Part.AFTER_MODES, self._after_modes),
+            (Part.SWEEP, self._sweep),
+            (Part.BREAKDOWN, self._breakdown),
+            *(follow_ups.parts(self.runs_from, lambda state: decided(state).cached) if self.follow_ups else ()),
+        )
+        return next_in(parts, state)
+
+    def _config(self, state: State, spec: ModeSpec) -> RunConfig:
+        return self.runs_from(state).with_mode(spec)
+
+    def _modes(self, state: State) -> Step | None:
+        done = len(state.taken(Part.MODES))
+        if done >= len(self.modes):
+            return None
+        spec = self.modes[done]
+        return mode_step(state, spec, self._config(state, spec))
+
+    def _split(self, state: State) -> Step | None:
+        if not wants_split(self.modes) or state.taken(Part.SPLIT):
+            return None
+        return split_step(state, Part.SPLIT)
+
+    def _again(self, state: State) -> Step | None:
+        taken = state.taken(Part.AGAIN)
+        if not taken:
+            why = measure_again(state.analysis, state.runs, state.elapsed_s)
+            if why is None:
+                return None
+            step = mode_step(state, AGAIN[0], self._config(state, AGAIN[0]), Part.AGAIN)
+            return replace(step, notes=((None, why), *step.notes))
+        if len(taken) < len(AGAIN):
+            spec = AGAIN[len(taken)]
+            return mode_step(state, spec, self._config(state, spec), Part.AGAIN)
+        return None
+
+    def _straggler(self, state: State) -> Step | None:
+        if state.taken(Part.STRAGGLER):
+            return None
+        spec = freeing_the_straggler(state.analysis, state.runs, multi_node=state.multi_node)
+        if spec is None:
+            return None
+        step = mode_step(state, spec, self._config(state, spec), Part.STRAGGLER)
+        note = f"Rank {spec.ranks[0]} holds the job back: measuring the job with its input pipeline free."
+        return replace(step, notes=((None, note), *step.notes))
+
+    def _after_modes(self, state: State) -> Step | None:
+        if state.taken(Part.AFTER_MODES):
+            return None
+        then = after_modes(state.analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
+        sweep = then.sweep and self.max_workers is not None
+        limits = None
+        if sweep:
+            assert self.max_workers is not None
+            limits = replace(state.sweep_limits(self.max_workers), min_workers=then.min_workers, guided=then.guided)
+        notes = ((None, then.why),) if then.why else ()
+        return Step(
+            part=Part.AFTER_MODES, notes=notes, limits=limits, sweep=sweep, breakdown=then.breakdown, cached=then.cached
+        )
+
+    def _sweep(self, state: State) -> Step | None:
+        if not decided(state).sweep:
+            return None
+        return search_step(state, self.sizing(self.runs_from(state)))
+
+    def _breakdown(self, state: State) -> Step | None:
+        if not decided(state).breakdown or state.taken(Part.BREAKDOWN):
+            return None
+        return breakdown_step(self.runs_from(state))
+
+
+def decided(state: State) -> Step:
+    """What diagnose decided once its modes were measured (its ``AFTER_MODES`` step)."""
+    return state.taken(Part.AFTER_MODES)[0]
+
+
+def wants_split(modes: Sequence[ModeSpec]) -> bool:
+    """Cached and no-aug are among ``modes``: the split of the real pipeline's time is asked for,
+    and the split run measures it."""
+    return {Mode.CACHED, Mode.NO_AUG} <= {spec.mode for spec in modes}
 
 
 def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: float = 0.0) -> str | None:
@@ -181,55 +276,3 @@ def worth_caching(analysis: Analysis) -> bool:
         and not facts.restarts_dominate
         and facts.cached is None
     )
-
-
-@dataclass(frozen=True, slots=True)
-class FixRuns:
-    """The runs ``try`` makes with fixes applied."""
-
-    specs: tuple[ModeSpec, ...]
-    notes: tuple[str, ...]  # the fixes asked for that are not measured, and why
-
-
-def fix_runs(fixes: Sequence[FixSpec], done: Sequence[RunResult]) -> FixRuns:
-    """``try``: a run per fix that applies to the measured loader, then all of those together;
-    a note per fix that does not, with the reason (it is reported, never measured)."""
-    loader, cuda = first_loader(done), cuda_available(done)
-    applied, notes = [], []
-    for fix in fixes:
-        why = refusal(fixes, fix, loader, cuda)
-        if why is None:
-            applied.append(fix.text)
-        else:
-            notes.append(f"--fix {fix.text}: not measured, {why}.")
-    specs = [ModeSpec(mode=Mode.FIX, fixes=(text,)) for text in applied]
-    if len(applied) > 1:
-        specs.append(ModeSpec(mode=Mode.FIX, fixes=tuple(applied)))
-    return FixRuns(specs=tuple(specs), notes=tuple(notes))
-
-
-def verifications(analysis: Analysis, done: Sequence[RunResult]) -> tuple[ModeSpec, ...]:
-    """``diagnose``: a run with the fix applied for each recommendation fastload can apply itself."""
-    cuda = cuda_available(done)
-    named = {p.recommendation for p in analysis.pathologies}  # a pathology's fix is verified first
-    ids = sorted((rec.id for rec in analysis.recommendations if not rec.measured), key=lambda i: i not in named)
-    fixes = to_verify(analysis.verdict, ids, analysis.facts.loader, cuda, done)
-    return tuple(ModeSpec(mode=Mode.FIX, fixes=(fix.text,)) for fix in fixes)
-
-
-# The fix that a verdict's cause names first, verified as a pathology's is: pinned memory is what
-# every guide says for copies to the GPU, and a run measures whether it helps this script (a batch
-# handed over by workers must still be copied into pinned memory, on one thread).
-CAUSE_FIXES = {Bottleneck.TRANSFER: "pin-memory"}
-
-
-def follow_ups(analysis: Analysis, done: Sequence[RunResult], *, cached: bool) -> tuple[tuple[ModeSpec, float], ...]:
-    """``diagnose``'s follow-up runs in the order they are worth making, each with the seconds it may
-    end past the follow-up budget: a pathology's fix and the verdict's cause's (``CAUSE_FIXES``)
-    first (``PATHOLOGY_FOLLOW_UP_EXTRA_S``), then the cached run, then the other recommendations'
-    fixes."""
-    verifying = verifications(analysis, done)
-    named = {p.fix for p in analysis.pathologies} | {CAUSE_FIXES.get(analysis.verdict.bottleneck)}
-    first = tuple((s, PATHOLOGY_FOLLOW_UP_EXTRA_S) for s in verifying if "+".join(s.fixes) in named)
-    rest = tuple((s, 0.0) for s in verifying if "+".join(s.fixes) not in named)
-    return (*first, *(((ModeSpec(mode=Mode.CACHED), 0.0),) if cached else ()), *rest)

@@ -1,0 +1,79 @@
+"""``Outcome``: what a command's steps measured so far, and the steps themselves; ``recorded``:
+how what a step measured joins it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from fastload_cli.analyzer import search
+from fastload_cli.analyzer.failures import describe_error
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.search.in_process import runs_of
+from fastload_cli.plan.step import Keep, Step
+from fastload_cli.records import Breakdown, FixSpec, Measured, RunResult, RunStatus, RunSummary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What a command's runs measured: each run with its summary, in the order they ran, and the
+    steps taken (the plan reads them to know where it stands)."""
+
+    measured: tuple[Measured, ...] = ()
+    taken: tuple[Step, ...] = ()
+    interrupted: bool = False
+    breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
+    limits: search.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
+    in_process_short: bool = False  # an in-process run gave fewer settings their turn than it asked
+    fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
+    unverified: tuple[str, ...] = ()  # follow-up runs past diagnose's time budget ("cached", fix names)
+    split_run: RunResult | None = None  # the split run, when one ran: the pipelines of the split in turns
+
+    @property
+    def runs(self) -> tuple[RunResult, ...]:
+        return tuple(m.run for m in self.measured)
+
+    @property
+    def summaries(self) -> tuple[RunSummary, ...]:
+        return tuple(m.summary for m in self.measured)
+
+    def adding(self, *found: Measured) -> Outcome:
+        return replace(self, measured=(*self.measured, *found))
+
+    def without_last(self) -> Outcome:
+        return replace(self, measured=self.measured[:-1])
+
+
+def recorded(outcome: Outcome, step: Step, found: Measured | None = None, raw: RunResult | None = None) -> Outcome:
+    """``outcome`` with ``step`` taken: its run (``found``, measured, or ``raw``, a breakdown run's)
+    joined as the step says, and what it sets."""
+    done = replace(outcome, taken=(*outcome.taken, step))
+    if step.limits is not None:
+        done = replace(done, limits=step.limits)
+    if step.unverified:
+        done = replace(done, unverified=step.unverified)
+    run = found.run if found is not None else raw
+    if run is None:
+        return done
+    interrupted = run.status is RunStatus.INTERRUPTED
+    if step.keep is Keep.BREAKDOWN:
+        return replace(done, breakdown=None if interrupted else _breakdown(run), interrupted=interrupted)
+    if step.keep is Keep.SPLIT:
+        return replace(done, split_run=run, interrupted=interrupted)
+    if step.keep is Keep.IN_TURN:
+        assert step.config is not None
+        turns = step.config.child.turns
+        cut = runs_of(run, at_epochs=step.config.child.turn_at_epochs)
+        short = done.in_process_short or len(cut) < len(turns)
+        each = (Measured(r, summarize(r)) for r in cut)
+        return replace(done.adding(*each), interrupted=interrupted, in_process_short=short)
+    assert found is not None
+    kept = done.without_last() if step.keep is Keep.AGAIN else done
+    return replace(kept.adding(found), interrupted=interrupted)
+
+
+def _breakdown(run: RunResult) -> Breakdown:
+    """The breakdown run's measurement, or one that says why there is none."""
+    if run.breakdown is not None:
+        return run.breakdown
+    why = describe_error(run) or "the script did not iterate a DataLoader"
+    return Breakdown(loader_id=None, items=0, threads=1, ms_per_sample=None, steps=(), unavailable=why)

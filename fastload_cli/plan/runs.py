@@ -1,0 +1,166 @@
+"""One run as every command makes it: its configuration made ready, whether a mode is worth it,
+and the rules that judge the run once it ended (it measured something; it must be measured again).
+
+The session runs, and asks these: a mode ends once its estimate is stable, only the real run is
+profiled, a run other processes skewed is measured again and the quieter kept, and the command's
+first run must measure a batch or the script cannot be diagnosed (a ``FastloadError`` says why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fastload_cli.analyzer import disturbed, pathologies, split
+from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
+from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.search.in_process import setting_settled
+from fastload_cli.analyzer.settle import epoch_end_near, settled
+from fastload_cli.analyzer.window import first_loader
+from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, Launcher, RunConfig
+from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
+from fastload_cli.plan.state import State
+from fastload_cli.plan.step import Keep, Part, Step
+from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason
+
+
+def prepared(config: RunConfig) -> RunConfig:
+    """``config`` as it runs: a mode ends once its estimate is stable (an in-process run's
+    settings, each), unless its batches are fixed; only the real run is profiled."""
+    spec = config.spec
+    if not config.fixed_batches:
+        settle = setting_settled if spec.mode is Mode.IN_PROCESS else settled
+        config = replace(config, settle=settle, reach=epoch_end_near if spec.mode is Mode.REAL else None)
+    if spec.mode is not Mode.REAL:
+        config = replace(config, py_spy_s=0.0)
+    return config
+
+
+def run_step(
+    part: Part,
+    config: RunConfig,
+    *,
+    keep: Keep = Keep.RUN,
+    first: bool = False,
+    notes: tuple[tuple[ModeSpec | None, str], ...] = (),
+    mode: ModeSpec | None = None,
+) -> Step:
+    """A step that runs ``config`` (made ready, ``prepared``), told by ``notes``."""
+    return Step(part=part, config=prepared(config), keep=keep, first=first, notes=notes, mode=mode)
+
+
+def measured(run: RunResult) -> Measured:
+    """``run`` with its summary, computed once."""
+    return Measured(run, summarize(run))
+
+
+def why_again(found: Measured, config: RunConfig) -> str | None:
+    """Why a finished run is measured again at once, or None: other processes used enough of the
+    CPU to skew it (``disturbed``). Never in a job over several nodes: every node runs the same
+    runs in turn, and none may run one again alone."""
+    if config.launcher is not None and config.launcher.multi_node:
+        return None
+    if found.run.status is not RunStatus.OK or not disturbed(found.summary):
+        return None
+    load = found.summary.foreign_cpu_fraction or 0.0
+    return f"other processes used {100 * load:.0f}% of the CPU during this run; running it again"
+
+
+def kept(first: Measured, again: Measured) -> Measured:
+    """Of a disturbed run and its second measurement, the one kept: the second where it was
+    interrupted, or finished well with other processes taking less of the CPU."""
+    if again.run.status is RunStatus.INTERRUPTED:
+        return again
+    load = first.summary.foreign_cpu_fraction or 0.0
+    found = again.summary.foreign_cpu_fraction if again.run.status is RunStatus.OK else None
+    return again if found is not None and found < load else first
+
+
+def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part.MODES) -> Step:
+    """The step for a mode asked for: its run (``config``), or a note that says why it measures
+    nothing new, or nothing where the mode means nothing for this script."""
+    if not applies(spec, state.runs):
+        return Step(part=part, mode=spec)
+    skip = why_skip(spec, state.runs, state.base.child.drop_transforms)
+    if skip is not None:
+        return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
+    return run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+
+
+def why_skip(spec: ModeSpec, done: tuple[RunResult, ...], drop_transforms: tuple[str, ...]) -> str | None:
+    """Why a mode would measure nothing new, or None: no-aug (or cached-no-aug) without
+    augmentation to remove."""
+    if spec.mode not in (Mode.NO_AUG, Mode.CACHED_NO_AUG) or drop_transforms:
+        return None
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    if real is not None and not any(lo.augmentations for lo in real.loaders):
+        return "no random augmentation found in the datasets' transforms"
+    return None
+
+
+def applies(spec: ModeSpec, done: tuple[RunResult, ...]) -> bool:
+    """Whether a mode means anything for this script: the device-resident replay only where the
+    real run trained on CUDA (on the CPU nothing is copied to a device)."""
+    if spec.mode is not Mode.SYNTHETIC_DEVICE:
+        return True
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    return real is not None and bool(real.env.cuda_in_use)
+
+
+def split_step(state: State, part: Part) -> Step:
+    """The split run: the real, no-aug, cached and cached-no-aug pipelines taking turns in one run
+    of the script, sized from the training loader the runs so far saw (``split.split_batches``)."""
+    note = "Splitting the real pipeline's time: real, no-aug, cached and cached-no-aug in turns (split)."
+    turn, batches = split.split_batches(first_loader(state.runs))
+    config = state.with_cache(replace(state.base, max_batches=batches, fixed_batches=True))
+    config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
+    return run_step(part, config, keep=Keep.SPLIT, notes=((None, note),))
+
+
+def breakdown_step(base: RunConfig) -> Step:
+    """One more run of the script that times each loading step on a sample of items, in-process,
+    at the first DataLoader iteration, and ends there; one rank's pipeline, never a rendezvous."""
+    note = f"Timing each loading step on {DEFAULT_BREAKDOWN_ITEMS} samples (breakdown)."
+    mode = ModeSpec(mode=Mode.BREAKDOWN)
+    config = replace(base.with_child(mode=mode, breakdown_items=DEFAULT_BREAKDOWN_ITEMS), py_spy_s=0.0)
+    if config.launcher is not None:
+        config = replace(config, launcher=Launcher(nproc_per_node=1))
+    return Step(part=Part.BREAKDOWN, config=config, keep=Keep.BREAKDOWN, notes=((None, note),))
+
+
+def check_measurable(run: RunResult, python: str | None = None) -> None:
+    """Raise when the real run measured no batch: there is nothing to diagnose."""
+    if run.batches:
+        return
+    tail = run.output_tail
+    if run.error is not None:
+        message = f"{run.error.type_name}: {run.error.message}"
+        first_line = message.strip().splitlines()[0] if message.strip() else message
+        raise ScriptFailedError(
+            f"the script failed before its first batch: {first_line}",
+            pathologies.explaining(run)
+            or hint_for(message, tail, python, run.oom_kills)
+            or "its output and traceback are shown above",
+            f"{tail.rstrip()}\n{message}" if message not in tail else tail,
+        )
+    if run.status is RunStatus.TIMEOUT:
+        raise FastloadError(
+            "no DataLoader batch arrived before the timeout",
+            pathologies.explaining(run)
+            or (timeout_hint(run.stuck_at) if run.stuck_at else "raise --timeout if the script needs longer to start"),
+        )
+    if run.signal_name is not None:
+        raise ScriptFailedError(
+            f"the script was killed by {run.signal_name} before its first batch",
+            hint_for("", tail, oom_kills=run.oom_kills)
+            or killed_hint(f"the script got {run.signal_name}", run.oom_kills),
+            tail,
+        )
+    if run.stop_reason is StopReason.SCRIPT_ENDED and run.exit_code not in (0, None):
+        raise ScriptFailedError(
+            f"the script exited with status {run.exit_code} before its first batch",
+            hint_for("", tail, oom_kills=run.oom_kills),
+            tail,
+        )
+    if run.loaders:
+        raise NoLoaderObservedError("the script created a DataLoader but never took a batch from it", NO_LOADER_HINT)
+    raise NoLoaderObservedError("the script ended without iterating a torch DataLoader", NO_LOADER_HINT)

@@ -1,0 +1,106 @@
+"""diagnose's plan driven with fake measurements and no process: which runs follow which, read
+from the steps the plan gives, and the analysis each step reads computed at most once."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fastload_cli import plan
+from fastload_cli.config import DIAGNOSE_MODES, RunConfig
+from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, follow_ups
+from fastload_cli.plan import state as plan_state
+from fastload_cli.records import Breakdown, Mode, RunResult
+from tests.unit import builders as b
+
+BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=20)
+GIB = 2**30
+
+
+def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> RunResult:
+    """What a run of a script measures whose loading scales with workers (a step takes
+    max(10 ms, 80 ms / workers), 10 ms with free inputs); its two workers each keep ``busy_cores``
+    of a core busy on a 16-core host, the machine 30% busy; its dataset has augmentation."""
+    spec = config.spec
+    if spec.mode is Mode.BREAKDOWN:
+        return dataclasses.replace(
+            b.run("real", []), breakdown=Breakdown(loader_id=1, items=8, threads=1, ms_per_sample=2.0, steps=())
+        )
+    workers = spec.workers if spec.workers is not None else own
+    free = spec.mode in (Mode.SYNTHETIC, Mode.CACHED, Mode.CACHED_NO_AUG, Mode.NO_AUG)
+    step = 10.0 if free else max(10.0, 80.0 / max(workers, 1))
+    batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
+    loader = b.loader(num_workers=workers, augmentations=("ColorJitter()",))
+    if spec.mode is Mode.WORKERS:
+        loader = dataclasses.replace(loader, original_num_workers=own)
+    samples = b.host_samples(
+        batch_list[-1].wait_end_ns, worker_cores=(busy_cores,) * workers, system_busy=0.3, cpu_count=16
+    )
+    found = b.run(spec.label, batch_list, loaders=[loader], samples=samples, warmup=config.warmup)
+    return dataclasses.replace(found, spec=spec, cpu_count=16)
+
+
+def drive(
+    command: plan.Plan, measure: Callable[[RunConfig], RunResult] = pipeline, elapsed_s: float = 0.0
+) -> tuple[Outcome, list[Step], list[int]]:
+    """The plan's steps executed as the session executes them, each run measured by ``measure``
+    (no process); the outcome, the steps, and how many analyses each step's state computed."""
+    outcome, steps, analyses = command.start(), [], []
+    counted = plan_state.analyze
+    calls: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return counted(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_state, "analyze", counting)
+        while True:
+            before = len(calls)
+            step = command.next_step(plan.at(command, outcome, BASE, elapsed_s, 8 * GIB))
+            analyses.append(len(calls) - before)
+            if step is None:
+                return outcome, steps, analyses
+            steps.append(step)
+            run = measure(step.config) if step.config is not None else None
+            if step.keep is Keep.BREAKDOWN:
+                outcome = plan.recorded(outcome, step, raw=run)
+            else:
+                outcome = plan.recorded(outcome, step, plan.measured(run) if run is not None else None)
+
+
+def labels(steps: list[Step]) -> list[str]:
+    """Each step that ran, as its run's label, in order."""
+    return [s.config.spec.label for s in steps if s.config is not None]
+
+
+def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_follow_ups() -> None:
+    outcome, steps, analyses = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    ran = labels(steps)
+    # the modes in order (the device-resident replay only on CUDA), then the split of the pipeline
+    assert ran[:3] == ["real", "synthetic", "no-aug"]
+    parts = [s.part for s in steps]
+    assert parts.index(Part.SWEEP) > parts.index(Part.AFTER_MODES) > parts.index(Part.MODES)
+    # the sweep predicts from the script's own 2 workers: 8 keep up with the 10 ms step
+    swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert swept and swept[0] == 8
+    assert outcome.limits is not None and outcome.limits.memory_budget_bytes is not None
+    # loading is CPU work: each loading step timed, after the sweep; then the follow-ups verify
+    assert parts.index(Part.BREAKDOWN) > max(i for i, p in enumerate(parts) if p is Part.SWEEP)
+    assert outcome.breakdown is not None and outcome.breakdown.items == 8
+    assert Part.FOLLOW_UPS in parts and not outcome.unverified
+    # one question per step, the analysis it reads computed once at most, and only where read
+    assert max(analyses) == 1
+    assert sum(analyses) < len(steps) / 2
+
+
+def test_follow_ups_past_the_budget_are_named_and_not_run() -> None:
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), elapsed_s=1e4)
+    left = [s for s in steps if s.part is Part.FOLLOW_UPS and s.mode is not None and s.config is None]
+    assert left and outcome.unverified == tuple(follow_ups.named(s.mode) for s in left if s.mode is not None)
+    (note,) = [s for s in steps if s.part is Part.LEFT]
+    assert note.notes[0][1].startswith("Not measured within diagnose's time budget: ")
+    assert not [s for s in steps if s.part is Part.FOLLOW_UPS and s.config is not None]
