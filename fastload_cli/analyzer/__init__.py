@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from fastload_cli.analyzer import pathologies, ranks, search, trials
+from fastload_cli.analyzer.advice import advise
 from fastload_cli.analyzer.caveats import caveats, disturbed, replayed
 from fastload_cli.analyzer.metrics import Span, percentile, summarize, workers_busy_fraction
 from fastload_cli.analyzer.pooled import pooled
-from fastload_cli.analyzer.recommendations import advise
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.analyzer.window import NS, primary_loader, primary_loader_id, steady_steps
 from fastload_cli.records import (

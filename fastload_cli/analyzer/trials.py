@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import same_batches
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.advice import loader_change
+from fastload_cli.analyzer.advice.shared import loader_change
 from fastload_cli.analyzer.facts import pair_noise
 from fastload_cli.analyzer.window import primary_loader, primary_loader_id
 from fastload_cli.records import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from fastload_cli.analyzer.advice import advise
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.recommendations import advise
 from fastload_cli.records import (
     BatchRecord,
     ChildEnv,

@@ -58,7 +58,7 @@ ALLOWED: dict[str, set[str]] = {
         "analyzer.metrics",
         "analyzer.settle",
     },
-    # the pathologies: of the analyzer, the thresholds, one run's window and figures, the facts, advice's helpers
+    # the pathologies: of the analyzer, the thresholds, one run's window and figures, the facts, what advice shares
     "analyzer.pathologies": {
         "records",
         "config",
@@ -67,7 +67,7 @@ ALLOWED: dict[str, set[str]] = {
         "analyzer.window",
         "analyzer.metrics",
         "analyzer.facts",
-        "analyzer.advice",
+        "analyzer.advice.shared",
     },
     # every command as a plan: what runs next, decided from the analysis of what was measured
     "plan": {"analyzer", "records", "config", "formatting", "errors"},

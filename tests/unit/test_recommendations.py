@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import recommendations as rec
+from fastload_cli.analyzer import advice as rec
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import Bottleneck

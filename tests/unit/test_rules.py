@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import recommendations as rec
+from fastload_cli.analyzer import advice as rec
 from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.records import (
@@ -371,7 +371,7 @@ def test_no_rule_reads_the_verdicts_sentences() -> None:
     import inspect
     import textwrap
 
-    from fastload_cli.analyzer import advice
+    from fastload_cli.analyzer.advice import shared
 
     def tree(function: object) -> ast.AST:
         return ast.parse(textwrap.dedent(inspect.getsource(function)))  # type: ignore[arg-type]
@@ -381,7 +381,7 @@ def test_no_rule_reads_the_verdicts_sentences() -> None:
     for rule in rec.RULES:
         touched = {n.attr for n in ast.walk(tree(rule)) if isinstance(n, ast.Attribute)} & texts
         assert not touched, f"{rule.__name__} reads {touched}"
-    cited = {n.attr for n in ast.walk(tree(advice.cited)) if isinstance(n, ast.Attribute)}
+    cited = {n.attr for n in ast.walk(tree(shared.cited)) if isinstance(n, ast.Attribute)}
     assert cited <= {"sentence", "of"}, cited
 
 

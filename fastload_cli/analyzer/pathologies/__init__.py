@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from fastload_cli.analyzer.advice import bounded
+from fastload_cli.analyzer.advice.shared import bounded
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.pathologies.delivery import duplicate_samples, idle_workers, slow_samples
 from fastload_cli.analyzer.pathologies.memory import priced, shared_memory, worker_bytes

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer import trials
-from fastload_cli.analyzer.advice import capped
+from fastload_cli.analyzer.advice.shared import capped
 from fastload_cli.analyzer.facts import Facts, speedup
 from fastload_cli.records import Finding, FindingKind, Recommendation, RunSummary
 
