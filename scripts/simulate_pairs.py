@@ -28,6 +28,7 @@ import math
 import random
 from dataclasses import dataclass
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer.search import epochs
 from fastload_cli.records import WHOLE_EPOCHS, SweepPoint
 
@@ -91,7 +92,7 @@ def main() -> None:
     parser.add_argument("--unshared", action="store_true", help="the better of two held to one setting's bound")
     args = parser.parse_args()
     if args.unshared:
-        epochs.T_ONE_SIDED[2] = epochs.T_ONE_SIDED[1]
+        noise.T_ONE_SIDED[2] = noise.T_ONE_SIDED[1]
     machine = Machine(args.epoch_noise, args.pair_drift, args.order, args.truth_noise)
     gains = [float(g) for g in args.gains.split(",")]
     print("| rounds more | " + " | ".join(f"true {g:.2f}x: advised, epochs" for g in gains) + " |")

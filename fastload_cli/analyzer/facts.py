@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import step_slowdown
 from fastload_cli.analyzer.window import epoch_batches
@@ -83,7 +84,7 @@ class Facts:
     @property
     def transfer_noise(self) -> float:
         """The relative noise of ``transfer_gain``: the two replays' spreads."""
-        return pair_noise(self.synthetic, self.device_replay)
+        return noise.between_runs(self.synthetic, self.device_replay)
 
     @property
     def copies_cost(self) -> bool:
@@ -188,8 +189,7 @@ class Facts:
     def noise(self) -> float:
         """The relative throughput difference the real run cannot tell from noise: its measured
         spread, never below what paired runs of one setting differ by on a quiet machine."""
-        spread = self.real.throughput_spread if self.real is not None else None
-        return max(th.SWEEP_NOISE_FLOOR, spread or 0.0)
+        return noise.of_run(self.real)
 
     @property
     def ceiling_noise(self) -> float:
@@ -200,13 +200,11 @@ class Facts:
         ceilings, ceiling = self.pair_ceilings, self.ceiling
         if not self.pairs or not ceilings or not ceiling:
             return self.noise_against(self.synthetic)
-        between = (max(ceilings) - min(ceilings)) / 2 / ceiling
-        within = sum(pair_noise(real, synthetic) for real, synthetic in self.pairs) / len(self.pairs) ** 1.5
-        return max(th.SWEEP_NOISE_FLOOR, between, within)
+        return noise.over_pairs(ceilings, ceiling, [noise.between_runs(r, s) for r, s in self.pairs])
 
     def noise_against(self, other: RunSummary | None) -> float:
-        """The relative noise of a speedup between the real run and ``other`` (``pair_noise``)."""
-        return pair_noise(self.real, other)
+        """The relative noise of a speedup between the real run and ``other`` (``noise.between_runs``)."""
+        return noise.between_runs(self.real, other)
 
     @property
     def loaders_compete(self) -> bool:
@@ -372,13 +370,6 @@ class Facts:
                     f"a batch takes {per_batch_ms:.2f} ms to load (measured), less than handing it over from a worker"
                 )
         return None
-
-
-def pair_noise(a: RunSummary | None, b: RunSummary | None) -> float:
-    """The relative noise of a speedup between two runs: their throughput spreads added, never
-    below what paired runs of one setting differ by on a quiet machine."""
-    spreads = [s.throughput_spread or 0.0 for s in (a, b) if s is not None]
-    return max(th.SWEEP_NOISE_FLOOR, sum(spreads))
 
 
 def crossed_epochs(s: RunSummary | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
+from fastload_cli.analyzer import noise
 from fastload_cli.records import RunSummary
 
 # Figures that add up across runs; throughput is recomputed from them. The rest of the floats are
@@ -42,8 +43,6 @@ def pooled(runs: list[RunSummary]) -> RunSummary:
         if all(isinstance(v, float) for v, _ in values):
             changes[f.name] = sum(v * w for v, w in values) / wall
     rates = [r.throughput_samples_per_s or 0.0 for r in timed]
-    between = (max(rates) - min(rates)) / 2 / (samples / wall)
-    changes["throughput_spread"] = max(
-        between, first.throughput_spread or 0.0, *(r.throughput_spread or 0.0 for r in timed)
-    )
+    within = max(first.throughput_spread or 0.0, *(r.throughput_spread or 0.0 for r in timed))
+    changes["throughput_spread"] = noise.pooled_spread(rates, samples / wall, within)
     return replace(first, **changes)  # type: ignore[arg-type]

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from fastload_cli.analyzer import same_batches
+from fastload_cli.analyzer import noise, same_batches
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice.shared import loader_change
-from fastload_cli.analyzer.facts import pair_noise
 from fastload_cli.analyzer.window import primary_loader, primary_loader_id
 from fastload_cli.records import (
     UNCHANGED,
@@ -179,7 +178,7 @@ def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str
         return _unmeasured(name, why, change, applies=True)
     base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
     speedup = summary.training_samples_per_s / base if base else None
-    spread = pair_noise(summary, real)
+    spread = noise.between_runs(summary, real)
     memory = summary.rss_bytes - real.rss_bytes if summary.rss_bytes and real.rss_bytes else None
     return FixResult(
         name=name,

@@ -48,12 +48,14 @@ ALLOWED: dict[str, set[str]] = {
     "runner": {"samplers", "records", "config", "errors"},  # the parent's side: start, flight, launch, job
     "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},
-    # the num_workers search: of the analyzer, the thresholds, one run's window and figures, the settle rule
+    # the num_workers search: of the analyzer, the thresholds, the noise rules, one run's window and
+    # figures, the settle rule
     "analyzer.search": {
         "records",
         "config",
         "formatting",
         "analyzer.thresholds",
+        "analyzer.noise",
         "analyzer.window",
         "analyzer.metrics",
         "analyzer.settle",

@@ -10,7 +10,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.facts import pair_noise
+from fastload_cli.analyzer.noise import between_runs
 from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.verdict import Facts, broken_comparison, decide
 from fastload_cli.records import BatchInfo, Bottleneck, Breakdown, FindingKind, IteratorInfo, SweepResult
@@ -212,7 +212,7 @@ def test_a_pair_measured_again_on_a_faster_stretch_of_the_machine_is_read_pair_b
     assert both.contention == pytest.approx((145 / 135 * 87 / 72) ** 0.5)
     # the pairs' own noise (±17% each, over two pairs), not the drift between them (±20% and ±30%)
     assert both.ceiling_noise == pytest.approx((0.17 + 0.17) / 2 / 2**0.5)
-    assert both.ceiling_noise < pair_noise(both.real, both.synthetic)
+    assert both.ceiling_noise < between_runs(both.real, both.synthetic)
     v = decide(both)
     assert v.bottleneck is Bottleneck.CPU and v.label.startswith("Partly input-bound")
     (line,) = v.of(FindingKind.CEILING)

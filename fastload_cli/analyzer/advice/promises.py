@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fastload_cli.analyzer import noise, trials
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.advice.shared import capped
 from fastload_cli.analyzer.facts import Facts, speedup
 from fastload_cli.records import Finding, FindingKind, Recommendation, RunSummary
@@ -29,18 +29,11 @@ def promise(f: Facts, gain: float | None, run: RunSummary | None) -> tuple[float
     whole = f.over_epochs(gain)
     if whole is None or whole <= 1:
         return whole, epochs_line(f)
-    noise = run_noise(f.noise_against(run))
+    told = noise.promised(f.noise_against(run))
     said = (
-        f" The two runs it comes from are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
+        f" The two runs it comes from are told apart to ±{100 * told:.0f}%: the gain given is what that leaves of it."
     )
-    return whole / (1 + noise), epochs_line(f) + said
-
-
-def run_noise(spreads: float) -> float:
-    """The noise of a gain between two runs measured once each: their windows' spreads
-    (``facts.pair_noise``), never less than what one script's runs differ by from run to run
-    (``PROMISE_RUN_NOISE``), which a window's own spread does not show."""
-    return max(th.PROMISE_RUN_NOISE, spreads)
+    return whole / (1 + told), epochs_line(f) + said
 
 
 def epochs_line(f: Facts) -> str:
@@ -113,9 +106,9 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     line = f"Verified by a run with {tried.name} applied: {tried.reason}."
     gain = tried.speedup
     if gain > 1:  # each run measured once: promised at the low edge of their noise
-        noise = run_noise(tried.spread or 0.0)
-        gain = gain / (1 + noise)
-        line += f" The two runs are told apart to ±{100 * noise:.0f}%: the gain given is what that leaves of it."
+        told = noise.promised(tried.spread or 0.0)
+        gain = gain / (1 + told)
+        line += f" The two runs are told apart to ±{100 * told:.0f}%: the gain given is what that leaves of it."
     if rec.id == "persistent-workers" and rec.expected_speedup is not None:
         # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches
         # than an epoch has, overstates what keeping the workers saves. The estimate is per epoch.

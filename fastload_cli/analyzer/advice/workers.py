@@ -4,7 +4,7 @@ batches indexed at once, workers kept across epochs, a deeper prefetch."""
 
 from __future__ import annotations
 
-from fastload_cli.analyzer import search
+from fastload_cli.analyzer import noise, search
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice.shared import (
     LOADER_ACTIVITY,
@@ -145,15 +145,10 @@ def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
         ),
         # A ceiling inside the noise says nothing of this cost (the verdict rests on the handoff, which
         # the comparison with free inputs barely resolves): the gain is then unknown, not none.
-        expected_speedup=v.speedup_ceiling if resolved(v.speedup_ceiling, f.noise) else None,
+        expected_speedup=v.speedup_ceiling if noise.beyond(v.speedup_ceiling, f.noise) else None,
         measured=False,
         evidence=(f"Dataset type: TensorDataset; batch_size={loader.batch_size}.", *cited(v, FindingKind.CEILING)),
     )
-
-
-def resolved(ceiling: float | None, noise: float) -> bool:
-    """The speedup ceiling is beyond the noise: free inputs measurably sped training up."""
-    return ceiling is not None and ceiling >= 1 + noise
 
 
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:

@@ -24,11 +24,11 @@ functions.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.points import beats, per_setting, plain, throughput, usable
@@ -41,13 +41,6 @@ EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up
 # power and, looked at once more, a little more chance of advice on none: scripts/simulate_pairs.py
 # gives both.
 EPOCHS_MORE = 4
-# One-sided quantiles of Student's t by degrees of freedom (runs of both settings less 2), then the
-# normal's beyond the table: at 90%, for one setting with fewer workers compared; at 95%, for the
-# best of two (the 10% shared between them).
-T_ONE_SIDED = {
-    1: ((3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372), 1.282),
-    2: ((6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812), 1.645),
-}
 EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
 NS = 1e9
 
@@ -62,8 +55,8 @@ class Decided:
 
     @property
     def noise(self) -> float:
-        """What the gain must clear: ``bound``, never less than ``SWEEP_NOISE_FLOOR``."""
-        return max(th.SWEEP_NOISE_FLOOR, self.bound)
+        """What the gain must clear: ``bound``, floored (``noise.floored``)."""
+        return noise.floored(self.bound)
 
     @property
     def told_apart(self) -> bool:
@@ -209,64 +202,14 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
         key=lambda p: p.workers,
     )
     runs = [p for p in points if p.variant == EPOCHS_VARIANT]
-    pairs = paired(runs, own.workers, chosen.workers, compared=len(fewer))
+    pairs = noise.paired(runs, own.workers, chosen.workers, compared=len(fewer))
     if pairs is not None:
         return Decided(chosen.workers, *pairs)
-    noise = gain_noise(
+    bound = noise.gain_noise(
         [throughput(p) for p in usable(runs) if p.workers == current],
         [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
         compared=len(fewer),
     )
-    if noise is None:  # one run of each: how far each run's epochs differ is all there is
-        noise = max(own.spread or 0.0, chosen.spread or 0.0)
-    return Decided(chosen.workers, throughput(chosen) / throughput(own), noise)
-
-
-def paired(runs: Sequence[SweepPoint], own: int, other: int, *, compared: int = 1) -> tuple[float, float] | None:
-    """The gain of ``other`` over ``own`` and how far above it chance alone could put it, where
-    their runs came in pairs (``_order`` measures them so: an epoch of each in one run of the
-    script, or runs back to back), the pair's order reversed in the next: None with fewer than
-    three such pairs, or all in one order.
-
-    Within a pair both settings share the machine's state, so the drift between pairs leaves the
-    comparison. What a pair's order adds (the second epoch of a pair pays the first's workers
-    shutting down, say) lifts the pairs of one order and lowers the other's alike: the gain is
-    the mean of the two orders' mean log-ratios, and the bound a one-sided Student's t on it
-    (``quantile``: ``other`` the best of ``compared`` settings), from how far the pairs differ from
-    their order's mean."""
-    orders: dict[bool, list[float]] = {True: [], False: []}  # own first; other first
-    for first, second in zip(runs[::2], runs[1::2], strict=False):
-        rates = {p.workers: throughput(p) for p in (first, second)}
-        if rates.keys() == {own, other} and rates[own] > 0 and rates[other] > 0:
-            orders[first.workers == own].append(math.log(rates[other] / rates[own]))
-    a, b = orders[True], orders[False]
-    freedom = len(a) + len(b) - 2
-    if not a or not b or freedom < 1:
-        return None
-    mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
-    squares = sum((x - mean_a) ** 2 for x in a) + sum((x - mean_b) ** 2 for x in b)
-    error = (squares / freedom) ** 0.5 / 2 * (1 / len(a) + 1 / len(b)) ** 0.5
-    return math.exp((mean_a + mean_b) / 2), math.expm1(quantile(freedom, compared) * error)
-
-
-def gain_noise(own: Sequence[float], other: Sequence[float], *, compared: int = 1) -> float | None:
-    """How far above 1 the ratio of ``other``'s mean rate to ``own``'s must be before it is more
-    than chance: a one-sided bound on the difference of the means (Student's t, ``quantile``, from
-    how far each setting's runs differ from their mean, pooled), as a share of ``own``'s mean. None
-    with fewer than three runs in all (nothing to tell the runs' spread from)."""
-    freedom = len(own) + len(other) - 2
-    if freedom < 1 or not own or not other:
-        return None
-    mean_own, mean_other = sum(own) / len(own), sum(other) / len(other)
-    if mean_own <= 0:
-        return None
-    squares = sum((r - mean_own) ** 2 for r in own) + sum((r - mean_other) ** 2 for r in other)
-    error = (squares / freedom * (1 / len(own) + 1 / len(other))) ** 0.5
-    return quantile(freedom, compared) * error / mean_own
-
-
-def quantile(freedom: int, compared: int) -> float:
-    """Student's t that chance exceeds 10% of the time shared among ``compared`` settings (at most
-    two: ``candidates`` measures the fastest with fewer workers and 0), at ``freedom`` degrees."""
-    table, normal = T_ONE_SIDED[min(max(compared, 1), 2)]
-    return table[freedom - 1] if freedom <= len(table) else normal
+    if bound is None:  # one run of each: how far each run's epochs differ is all there is
+        bound = max(own.spread or 0.0, chosen.spread or 0.0)
+    return Decided(chosen.workers, throughput(chosen) / throughput(own), bound)

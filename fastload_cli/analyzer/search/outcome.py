@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs, parts
 from fastload_cli.analyzer.search.climb import climb
@@ -16,7 +17,6 @@ from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import (
     beats,
     faster,
-    noise,
     path_noise,
     per_setting,
     plain,
@@ -239,7 +239,6 @@ def why_returns_end(
     if above is not None and knee.throughput_samples_per_s:
         gain = throughput(above) / knee.throughput_samples_per_s
         told = "slower beyond" if faster(knee, above) else "inside"
-        past = (
-            f": {above.workers} workers measured {gain:.2f}x that, {told} the runs' noise (±{pct(noise(above, knee))})"
-        )
+        spread = pct(noise.between_settings(above, knee))
+        past = f": {above.workers} workers measured {gain:.2f}x that, {told} the runs' noise (±{spread})"
     return f"throughput stopped rising at {n} workers ({detail}){past}; the cause was not measured"

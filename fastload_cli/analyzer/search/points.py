@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.records import RunSummary, SweepPoint
 
@@ -43,16 +44,11 @@ def swings(p: SweepPoint) -> bool:
     return (p.spread or 0.0) > th.SWEEP_CONFIRM_SPREAD
 
 
-def noise(a: SweepPoint, b: SweepPoint) -> float:
-    """The relative difference below which a and b cannot be told apart."""
-    return max(th.SWEEP_NOISE_FLOOR, a.spread or 0.0, b.spread or 0.0)
-
-
 def faster(a: SweepPoint, b: SweepPoint) -> bool:
     """a's throughput beats b's by more than the noise of either run."""
     if a.throughput_samples_per_s is None or b.throughput_samples_per_s is None:
         return False
-    return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise(a, b))
+    return a.throughput_samples_per_s > b.throughput_samples_per_s * (1 + noise.between_settings(a, b))
 
 
 def between(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) -> list[SweepPoint]:
@@ -67,8 +63,8 @@ def path_noise(measured: dict[int, SweepPoint], a: SweepPoint, b: SweepPoint) ->
     measured again, their pooled runs say how far apart runs of those settings land, the
     difference between the runs included: the settings between them are not what is compared."""
     if a.runs > 1 and b.runs > 1:
-        return noise(a, b)
-    return max([noise(a, b), *(p.spread or 0.0 for p in between(measured, a, b))])
+        return noise.between_settings(a, b)
+    return max([noise.between_settings(a, b), *(p.spread or 0.0 for p in between(measured, a, b))])
 
 
 def dip(measured: dict[int, SweepPoint], top: SweepPoint, base: SweepPoint) -> SweepPoint | None:
@@ -109,13 +105,12 @@ def per_setting(points: Iterable[SweepPoint]) -> list[SweepPoint]:
         rates = [throughput(p) for p in ok]
         weights = [max(p.batches, 1) for p in ok]
         mean = sum(r * w for r, w in zip(rates, weights, strict=True)) / sum(weights)
-        between = (max(rates) - min(rates)) / 2 / mean if mean > 0 else 0.0
         within = max((p.spread for p in ok if p.spread is not None), default=0.0)
         found.append(
             replace(
                 ok[-1],
                 throughput_samples_per_s=mean,
-                spread=max(between, within),
+                spread=noise.pooled_spread(rates, mean, within),
                 runs=len(ok),
                 batches=sum(p.batches for p in ok),
             )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer.search import epochs, guided, outcome, step
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.predict import Curve
@@ -146,11 +147,11 @@ def test_runs_measured_in_pairs_are_told_apart_by_their_pairs_ratios() -> None:
     assert found.bound == pytest.approx(math.expm1(1.886 * error))
     assert found.told_apart and found.gain == pytest.approx(1.097, abs=0.001)
     # the runs' means alone would not tell
-    unpaired = epochs.gain_noise([300.0, 200.0, 360.0, 240.0, 280.0], [306.0, 236.0, 370.8, 280.8])
+    unpaired = noise.gain_noise([300.0, 200.0, 360.0, 240.0, 280.0], [306.0, 236.0, 370.8, 280.8])
     assert unpaired is not None and found.gain < 1 + unpaired
     # pairs of other settings are left out of this one's comparison; so are pairs all in one order
-    assert epochs.paired([pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates], 2, 1) is None
-    assert epochs.paired([pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates[:2] + rates[4:6]], 2, 0) is None
+    assert noise.paired([pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates], 2, 1) is None
+    assert noise.paired([pt(w, r, variant=WHOLE_EPOCHS) for w, r in rates[:2] + rates[4:6]], 2, 0) is None
 
 
 def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> list[int]:
