@@ -6,21 +6,16 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 
 from fastload_cli.analyzer import pathologies, ranks, search, trials
 from fastload_cli.analyzer.advice import advise
-from fastload_cli.analyzer.caveats import caveats, disturbed, replayed
-from fastload_cli.analyzer.metrics import Span, percentile, summarize, workers_busy_fraction
-from fastload_cli.analyzer.pooled import pooled
+from fastload_cli.analyzer.caveats import caveats
+from fastload_cli.analyzer.facts.gather import gather_facts
+from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.verdict import Facts, decide
-from fastload_cli.analyzer.window import NS, primary_loader, primary_loader_id, steady_steps
 from fastload_cli.records import (
-    CACHE_LOCATION,
-    BatchInfo,
     Breakdown,
     Finding,
     FindingKind,
@@ -102,179 +97,7 @@ def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], rank
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging
 
 
-def _sweep(runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: search.Limits) -> SweepResult | None:
-    if not any(r.spec.mode is Mode.WORKERS for r in runs):
-        return None
-    return search.result(search.state(runs, summaries, limits))
-
-
-def startup_busy_fraction(run: RunResult, starts: list[Span]) -> float | None:
-    """Share of the epochs' start-up time (``starts``: iter() to first batch) the workers were on a
-    CPU or runnable, per worker: high when starting them is CPU work, low when it waits."""
-    return workers_busy_fraction(run, starts, sum(end - start for start, end in starts) / NS)
-
-
 def sweep_evidence(result: SweepResult) -> Finding:
     tried = ", ".join(str(p.workers) for p in result.points if p.variant is None)
     line = f"num_workers sweep ({tried}; noise ±{100 * result.noise:.0f}%): {search.conclusion(result)}"
     return Finding(kind=FindingKind.SWEEP, sentence=line, values={"speedup": result.speedup, "noise": result.noise})
-
-
-def _first(
-    runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
-) -> tuple[RunResult, RunSummary] | None:
-    """The first run of ``mode``, with its figures pooled with those of the runs that measured the
-    same again and finished (a ceiling near its line is measured twice: ``plan.diagnose``)."""
-    found = _measured(runs, summaries, mode)
-    return (found[0], pooled(found[1])) if found else None
-
-
-def _measured(
-    runs: Sequence[RunResult], summaries: Sequence[RunSummary], mode: Mode
-) -> tuple[RunResult, list[RunSummary]] | None:
-    """The first run of ``mode``, and its summary with those of the runs that measured the same
-    again and finished, in order."""
-    found = [(r, s) for r, s in zip(runs, summaries, strict=True) if r.spec.mode is mode]
-    if not found:
-        return None
-    run, summary = found[0]
-    return run, [summary, *(s for r, s in found[1:] if r.spec == run.spec and r.status is RunStatus.OK)]
-
-
-def _pairs(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[tuple[RunSummary, RunSummary], ...]:
-    """The real and synthetic runs side by side, in order, where each mode was measured again
-    (``_first`` pools them): none otherwise."""
-    real, synthetic = _measured(runs, summaries, Mode.REAL), _measured(runs, summaries, Mode.SYNTHETIC)
-    found = tuple(zip(real[1], synthetic[1], strict=False)) if real and synthetic else ()
-    return found if len(found) > 1 else ()
-
-
-def _cached(run: RunResult) -> bool:
-    """A loader's samples were decoded into memory while ``run`` measured."""
-    return any(s.applied and s.location == CACHE_LOCATION for s in run.substitutions)
-
-
-def gather_facts(
-    runs: Sequence[RunResult], summaries: Sequence[RunSummary], limits: search.Limits | None = None
-) -> Facts:
-    real = _first(runs, summaries, Mode.REAL) or _own_setting(runs, summaries)
-    synthetic = _first(runs, summaries, Mode.SYNTHETIC)
-    if synthetic is not None and not replayed(synthetic[0]):
-        synthetic = None  # it ran the real pipeline: no ceiling can be read from it
-    on_device = _first(runs, summaries, Mode.SYNTHETIC_DEVICE)
-    if on_device is not None and not replayed(on_device[0]):
-        on_device = None  # its batch never reached the GPU: it measured the real pipeline
-    no_aug = _first(runs, summaries, Mode.NO_AUG)
-    cached, bare = _first(runs, summaries, Mode.CACHED), _first(runs, summaries, Mode.CACHED_NO_AUG)
-    if cached is not None and not _cached(cached[0]):
-        cached = None  # no loader could be cached: it measured the real pipeline
-    if bare is not None and not _cached(bare[0]):
-        bare = None  # no loader could be cached: it measured no-aug at most
-    if no_aug is not None and not any(s.applied for s in no_aug[0].substitutions):
-        no_aug = None  # nothing was replaced while it ran (undone, or impossible): it measured the real pipeline
-    real_run = real[0] if real else None
-    starts = startup_spans(real_run) if real_run else []
-    return Facts(
-        pairs=_pairs(runs, summaries) if real and synthetic else (),
-        real=real[1] if real else None,
-        synthetic=synthetic[1] if synthetic else None,
-        device_replay=on_device[1] if on_device else None,
-        no_aug=no_aug[1] if no_aug else None,
-        cached=cached[1] if cached else None,
-        cached_no_aug=bare[1] if bare else None,
-        loader=primary_loader(real_run) if real_run else None,
-        cpu_count=real_run.cpu_count if real_run else None,
-        cuda_in_use=any(r.env.cuda_in_use for r in runs),
-        augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
-        substituted=tuple(s.original for s in (no_aug[0].substitutions if no_aug else ()) if s.applied),
-        disturbed=any(disturbed(pair[1]) for pair in (real, synthetic, no_aug) if pair is not None),
-        sweep=_sweep(runs, summaries, limits or search.Limits()),
-        batch=batch_info(real_run) if real_run else None,
-        epoch_startup_s=tuple((end - start) / 1e9 for start, end in starts),
-        epoch_walls=epoch_walls(real_run) if real_run else (),
-        between_epochs_s=between_epochs(real_run) if real_run else (),
-        startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
-        wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
-        wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
-        memory_available_bytes=real_run.memory_available_bytes if real_run else None,
-        ranks_per_node=max(len(real_run.ranks), 1) if real_run else 1,
-    )
-
-
-def batch_info(run: RunResult) -> BatchInfo | None:
-    """The training loader's first batch: its tensors, bytes, and whether they were pinned."""
-    loader_id = primary_loader_id(run)
-    layout = next((lo for lo in run.layouts if lo.loader_id == loader_id), None)
-    first = next((b for b in run.batches if b.loader_id == loader_id), None)
-    if layout is None:
-        return None
-    nbytes = sum(leaf.nbytes for leaf in layout.leaves)
-    samples = first.samples if first is not None else None
-    pinned = [leaf.pinned for leaf in layout.leaves if leaf.device == "cpu"]
-    return BatchInfo(
-        python_type=layout.python_type,
-        samples=samples,
-        bytes_per_batch=nbytes,
-        bytes_per_sample=nbytes / samples if samples else None,
-        pinned=all(pinned) if pinned and None not in pinned else None,
-        leaves=layout.leaves,
-    )
-
-
-def startup_spans(run: RunResult) -> list[tuple[int, int]]:
-    """Each epoch's start-up as a time span (iter() to its first batch), for the training loader."""
-    loader_id = primary_loader_id(run)
-    first_batch: dict[int, int] = {}
-    for b in run.batches:
-        if b.loader_id == loader_id:
-            first_batch.setdefault(b.iterator_id, b.wait_end_ns)
-    return [
-        (it.started_ns, first_batch[it.iterator_id])
-        for it in run.iterators
-        if it.loader_id == loader_id and it.iterator_id in first_batch
-    ]
-
-
-def epoch_walls(run: RunResult) -> tuple[tuple[float, int], ...]:
-    """Each whole epoch of the training loader: its wall time and its batches. From its iter() to
-    the next (start-up, steps, drain, and what the script did between); for the last, which no
-    iter() followed, to its end (the loop's request past its last batch returned)."""
-    loader_id = primary_loader_id(run)
-    batches = Counter(b.iterator_id for b in run.batches if b.loader_id == loader_id)
-    starts = sorted((it for it in run.iterators if it.loader_id == loader_id), key=lambda it: it.started_ns)
-    ends = [later.started_ns for later in starts[1:]] + [it.ended_ns for it in starts[-1:]]
-    return tuple(
-        ((end - it.started_ns) / NS, batches[it.iterator_id])
-        for it, end in zip(starts, ends, strict=True)
-        if batches[it.iterator_id] and end is not None
-    )
-
-
-def between_epochs(run: RunResult) -> tuple[float, ...]:
-    """What the script did between the training loader's epochs, each time: from the loop's
-    request past an epoch's last batch (its workers shut down) to the next iter() (evaluation,
-    checkpoints, logging)."""
-    loader_id = primary_loader_id(run)
-    starts = sorted((it for it in run.iterators if it.loader_id == loader_id), key=lambda it: it.started_ns)
-    return tuple(
-        (later.started_ns - it.ended_ns) / NS
-        for it, later in pairwise(starts)
-        if it.ended_ns is not None and later.started_ns >= it.ended_ns
-    )
-
-
-def _wait_ms(run: RunResult, q: float) -> float | None:
-    return percentile([s.wait_ns / 1e6 for s in steady_steps(run)], q)
-
-
-def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[RunResult, RunSummary] | None:
-    """Without a real run, the workers=N run that kept the script's own num_workers stands in for it."""
-    current = search.current_workers(runs)
-    return next(
-        (
-            (r, s)
-            for r, s in zip(runs, summaries, strict=True)
-            if r.spec.mode is Mode.WORKERS and r.spec.variant is None and r.spec.workers == current
-        ),
-        None,
-    )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fastload_cli.analyzer import disturbed, pathologies, split
+from fastload_cli.analyzer import pathologies, split
+from fastload_cli.analyzer.caveats import disturbed
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled

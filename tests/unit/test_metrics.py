@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer import startup_busy_fraction
 from fastload_cli.analyzer.counters import Cumulative
+from fastload_cli.analyzer.facts.gather import startup_busy_fraction
 from fastload_cli.analyzer.metrics import percentile, summarize
 from fastload_cli.analyzer.search import sizing
 from fastload_cli.analyzer.window import spans, steady_steps
@@ -83,7 +83,7 @@ def test_epochs_too_short_for_a_steady_state_count_whole_with_their_start_up() -
 
 def test_each_epoch_a_next_iter_followed_is_timed_whole() -> None:
     # two 12-batch epochs 5 s apart, then a third begun: the first two are whole, from iter() to iter()
-    from fastload_cli.analyzer import epoch_walls
+    from fastload_cli.analyzer.facts.gather import epoch_walls
     from fastload_cli.records import IteratorInfo
 
     starts = (0, 5_000 * MS, 12_000 * MS)

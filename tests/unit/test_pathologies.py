@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from fastload_cli.analyzer import analyze, gather_facts, search
+from fastload_cli.analyzer import analyze, search
+from fastload_cli.analyzer.facts.gather import gather_facts
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.pathologies import memory
 from fastload_cli.analyzer.same_batches import compare

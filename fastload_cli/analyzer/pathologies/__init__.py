@@ -15,10 +15,10 @@ from dataclasses import replace
 
 from fastload_cli.analyzer.advice.shared import bounded
 from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.facts.gather import of_run
 from fastload_cli.analyzer.pathologies.delivery import duplicate_samples, idle_workers, slow_samples
 from fastload_cli.analyzer.pathologies.memory import priced, shared_memory, worker_bytes
 from fastload_cli.analyzer.pathologies.processes import descriptors, memory_growth, oversubscription
-from fastload_cli.analyzer.window import primary_loader
 from fastload_cli.records import Pathology, PathologyKind, Recommendation, RunResult, Verdict
 
 __all__ = ["DETECTORS", "advice", "detect", "explaining", "priced_all"]
@@ -49,7 +49,7 @@ def explaining(run: RunResult) -> str | None:
     """Where a run ended before its first batch because a pathology stopped it (a worker out of
     /dev/shm, open descriptors run out), the hint that says so: its title and kind, the numbers
     and what to change."""
-    f = Facts(real=None, loader=primary_loader(run), cpu_count=run.cpu_count, ranks_per_node=max(len(run.ranks), 1))
+    f = of_run(run)
     found = next((p for d in (shared_memory, descriptors) if (p := d(run, f)) is not None), None)
     return f"{found.title} [{found.kind.value}]: {found.finding} {found.advice}" if found is not None else None
 
