@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from fastload_cli.analyzer import search
 from fastload_cli.analyzer.search import predict
 from fastload_cli.config import DEFAULT_MAX_WORKERS
-from fastload_cli.records import LoaderInfo, RunStatus, RunSummary, SweepPoint
+from fastload_cli.records import LoaderInfo, Mode, ModeSpec, RunStatus, RunSummary, SweepPoint
 
 BATCH = 96
 NEAR = 0.9  # within 10% of the grid's best
@@ -85,7 +85,7 @@ def summary(host: Host, point: SweepPoint) -> RunSummary:
     rate = point.throughput_samples_per_s or 0.0
     loading = rate * host.cpu_per_sample_s(point.workers)
     return RunSummary(
-        mode="real",
+        spec=ModeSpec(mode=Mode.REAL),
         status=RunStatus.OK,
         num_workers=point.workers,
         batches=30,
@@ -140,7 +140,7 @@ def run_search(host: Host, rnd: random.Random, curve: predict.Curve | None = Non
     points = [host.measure(host.own, rnd)]
     if curve is None:
         own = summary(host, points[0])
-        free = replace(own, mode="synthetic", throughput_samples_per_s=host.consumer_per_s)
+        free = replace(own, spec=ModeSpec(mode=Mode.SYNTHETIC), throughput_samples_per_s=host.consumer_per_s)
         curve = predict.from_runs(own, free, host.cores, max_workers)
     for _ in range(40):
         step = search.next_step(state(host, points, curve, max_workers))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.compare import Comparison, Figures, ModeChange, compare, figures
 from fastload_cli.formatting import pct, samples_rate
-from fastload_cli.records import Bottleneck, Mode, Report
+from fastload_cli.records import Bottleneck, Mode, ModeSpec, Report
 
 INPUT_BOUND = "input-bound"
 # What --fail-on input-bound means: the input pipeline (cpu, io) or the way inputs reach the
@@ -110,7 +110,7 @@ def _verdict_gate(report: Report, gates: Gates) -> GateResult:
 
 def _real_run(report: Report) -> tuple[float | None, float | None, str | None]:
     """The real run's data wait and throughput, or why they were not measured."""
-    run = next((r for r in report.runs if r.mode == Mode.REAL.value and r.variant is None), None)
+    run = next((r for r in report.runs if r.spec == ModeSpec(mode=Mode.REAL)), None)
     if run is None:
         return None, None, f"the {report.command.value} report has no real run"
     if run.batches == 0 or run.error is not None:

@@ -15,7 +15,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from fastload_cli.analyzer import ranks
-from fastload_cli.records import RunStatus, RunSummary
+from fastload_cli.records import ModeSpec, RunStatus, RunSummary
 
 Document = Mapping[str, Any]
 # How a node's verdict names its own straggler (ranks.Straggler.where): the job's replaces it.
@@ -107,8 +107,12 @@ def _merged_run(documents: Sequence[Document], mode: str) -> dict[str, Any]:
 
 
 def _summary(x: Mapping[str, Any]) -> RunSummary:
-    known = {k: v for k, v in x.items() if k in _SUMMARY_FIELDS and k != "ranks"}
-    return RunSummary(**{**known, "status": RunStatus(known["status"])})
+    known = {k: v for k, v in x.items() if k in _SUMMARY_FIELDS and k not in ("ranks", "spec")}
+    try:
+        spec = ModeSpec.from_label(x["mode"], x.get("variant"))
+    except ValueError as exc:
+        raise MergeError(f"a run of the reports: {exc}") from None
+    return RunSummary(**{**known, "spec": spec, "status": RunStatus(known["status"])})
 
 
 def summary_of(run: Mapping[str, Any]) -> RunSummary:

@@ -170,7 +170,7 @@ def _summarize(run: RunResult) -> RunSummary:
     steps_ms = [s.step_ns / 1e6 for s in steps]
     compute_ms = [(s.step_ns - s.wait_ns) / 1e6 for s in steps]
     summary = RunSummary(
-        mode=run.label,
+        spec=run.spec,
         status=run.status,
         num_workers=loader.num_workers if loader is not None else None,
         batches=len(steps),
@@ -198,7 +198,6 @@ def _summarize(run: RunResult) -> RunSummary:
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
         event_bytes_per_s=_per_s(run.channel_bytes, (run.ended_ns - run.started_ns) / NS),
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
-        variant=run.spec.variant,
         loader_kernel_fraction=loader_kernel_fraction(run, window),
         loader_blocked_fraction=loader_blocked_fraction(run, window),
         training_samples_per_s=training_throughput(run),

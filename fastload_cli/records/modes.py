@@ -152,6 +152,31 @@ class ModeSpec:
         return ",".join(parts) or None
 
     @classmethod
+    def from_label(cls, label: str, variant: str | None = None) -> ModeSpec:
+        """The mode a report's ``mode`` and ``variant`` name (``label`` and ``variant`` read back):
+        ``workers=4`` with ``prefetch_factor=4,pin_memory=True``, ``fix:a+b``, ``synthetic@rank1``,
+        or any mode's own name; ValueError for a label no mode has."""
+        base, _, ranks = label.partition("@rank")
+        name, _, arg = base.partition("=")
+        numbers = tuple(int(r) for r in ranks.split("+")) if ranks else ()
+        if base.startswith("fix:"):
+            return cls(mode=Mode.FIX, fixes=tuple(base.removeprefix("fix:").split("+")), ranks=numbers)
+        if name == Mode.WORKERS.value and arg.isdigit():
+            settings = dict(part.partition("=")[::2] for part in variant.split(",")) if variant else {}
+            factor, pin = settings.get("prefetch_factor"), settings.get("pin_memory")
+            return cls(
+                mode=Mode.WORKERS,
+                workers=int(arg),
+                prefetch_factor=int(factor) if factor is not None else None,
+                pin_memory=pin == "True" if pin is not None else None,
+                ranks=numbers,
+            )
+        try:
+            return cls(mode=Mode(base), ranks=numbers)
+        except ValueError:
+            raise ValueError(f"no mode is labelled '{label}'") from None
+
+    @classmethod
     def parse(cls, text: str) -> ModeSpec:
         """``"real"``, ``"synthetic"``, ``"no-aug"`` or ``"workers=N"``; ValueError otherwise."""
         name, _, arg = text.strip().partition("=")

@@ -16,7 +16,7 @@ from fastload_cli.records.measured import (
     Substitution,
     TensorLeaf,
 )
-from fastload_cli.records.modes import SCHEMA, Bottleneck, Command, RunStatus
+from fastload_cli.records.modes import SCHEMA, Bottleneck, Command, ModeSpec, RunStatus
 
 # --------------------------------------------------------------------------------------------
 # What the analyzer derives, and what the reporters render
@@ -25,9 +25,10 @@ from fastload_cli.records.modes import SCHEMA, Bottleneck, Command, RunStatus
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSummary:
-    """Per-run numbers, as they appear in the report's ``runs`` list."""
+    """Per-run numbers, as they appear in the report's ``runs`` list. The run's mode is its
+    ``spec``; the report shows it as its ``mode`` label and ``variant``."""
 
-    mode: str
+    spec: ModeSpec
     status: RunStatus
     num_workers: int | None
     batches: int
@@ -57,7 +58,6 @@ class RunSummary:
     # Half the range of throughput across consecutive blocks of the window, relative to the
     # throughput: how steady the run was (None when the window is too short to split).
     throughput_spread: float | None = None
-    variant: str | None = None  # loader settings overridden besides num_workers (workers=N runs)
     # From the end of warm-up to the last batch with every epoch's start-up included: the rate
     # training experiences (``try`` compares fixes by it), where throughput_* is the steady state.
     training_samples_per_s: float | None = None
@@ -85,6 +85,16 @@ class RunSummary:
     # The ranks the run's mode was applied on alone (the others ran the script as it is); empty
     # when it applied on every rank, or in a run of one process.
     ranks_changed: tuple[int, ...] = ()
+
+    @property
+    def mode(self) -> str:
+        """The run's mode as the report names it (``ModeSpec.label``)."""
+        return self.spec.label
+
+    @property
+    def variant(self) -> str | None:
+        """The loader settings a workers=N run overrides besides num_workers, if any."""
+        return self.spec.variant
 
 
 class FindingKind(enum.Enum):

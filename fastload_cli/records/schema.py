@@ -32,6 +32,10 @@ REQUIRED: dict[type, tuple[str, ...]] = {
 }
 
 
+# Records the report shows otherwise than as their fields: a field left out, and the keys shown instead.
+SHOWN: dict[type, tuple[str, dict[str, Any]]] = {RunSummary: ("spec", {"mode": str, "variant": str | None})}
+
+
 class Malformed(ValueError):
     """A report that does not hold what its schema says; ``field`` names where (``runs[2].mode``)."""
 
@@ -131,7 +135,11 @@ def _scalar(value: object, hint: Any, where: str) -> None:
 
 @cache
 def _hints(kind: type) -> dict[str, Any]:
-    return typing.get_type_hints(kind)
+    hints = typing.get_type_hints(kind)
+    if kind not in SHOWN:
+        return hints
+    left_out, shown = SHOWN[kind]
+    return {**{k: v for k, v in hints.items() if k != left_out}, **shown}
 
 
 def _at(where: str, name: str) -> str:

@@ -7,7 +7,7 @@ import enum
 import json
 from typing import Any
 
-from fastload_cli.records import Report
+from fastload_cli.records import Report, RunSummary
 
 FLOAT_DIGITS = 4
 # Top-level keys in the order a reader expects; every other Report field follows.
@@ -16,6 +16,8 @@ LEADING_KEYS = ("schema", "fastload_version", "command", "script", "script_args"
 
 def to_json(value: Any) -> Any:
     """Records and mappings to dicts, enums to their values, tuples to lists, floats rounded."""
+    if isinstance(value, RunSummary):
+        return summary(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
@@ -27,6 +29,18 @@ def to_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
     return value
+
+
+def summary(run: RunSummary) -> dict[str, Any]:
+    """A run's figures, its mode shown as its label first and its variant after its spread
+    (``ModeSpec.from_label`` reads the two back)."""
+    body: dict[str, Any] = {"mode": run.spec.label}
+    for f in dataclasses.fields(run):
+        if f.name != "spec":
+            body[f.name] = to_json(getattr(run, f.name))
+        if f.name == "throughput_spread":
+            body["variant"] = run.spec.variant
+    return body
 
 
 def render(report: Report) -> dict[str, Any]:

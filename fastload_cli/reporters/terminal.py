@@ -34,6 +34,8 @@ from fastload_cli.records import (
     Breakdown,
     FixResult,
     InputSplit,
+    Mode,
+    ModeSpec,
     Pathology,
     Profile,
     Recommendation,
@@ -70,10 +72,12 @@ def render(report: Report) -> RenderableType:
 
 
 MODES_PER_TABLE = 4
+OWN_SECTIONS = (Mode.WORKERS, Mode.FIX)  # runs the sweep's and the fixes' sections show
+REAL = ModeSpec(mode=Mode.REAL)
 
 
 def _modes(report: Report) -> list[RenderableType]:
-    modes = tuple(r for r in report.runs if not r.mode.startswith(("workers=", "fix:")))  # their own sections
+    modes = tuple(r for r in report.runs if r.spec.mode not in OWN_SECTIONS)
     shown: list[RenderableType] = []
     if modes and (report.sweep is None or len(modes) > 1):
         for start in range(0, len(modes), MODES_PER_TABLE):  # a few modes per table: 100 columns hold four
@@ -81,7 +85,7 @@ def _modes(report: Report) -> list[RenderableType]:
             shown.append(_runs_table(modes[start : start + MODES_PER_TABLE]))
     jobs = [r for r in report.runs if r.ranks]
     slowest = report.verdict.slowest_rank  # as the real run names it
-    tables = [part for r in jobs for part in ranks_table(r, slowest if r.mode == "real" else None)]
+    tables = [part for r in jobs for part in ranks_table(r, slowest if r.spec == REAL else None)]
     return shown + tables + ([Padding(Text(RANKS_LEGEND, style="dim"), (0, 0, 0, 1))] if jobs else [])
 
 

@@ -16,7 +16,7 @@ from fastload_cli.cli import app
 from fastload_cli.cli.gating import judge
 from fastload_cli.cli.run import Output
 from fastload_cli.errors import UsageError
-from fastload_cli.records import RunStatus
+from fastload_cli.records import Mode, ModeSpec, RunStatus
 from fastload_cli.reporters import json_report
 from tests.conftest import SCRIPTS
 from tests.unit import builders as b
@@ -106,7 +106,7 @@ def test_compare_refuses_a_file_that_is_not_a_report(tmp_path: Path) -> None:
 
 
 def test_figures_name_each_run_with_its_variant() -> None:
-    tried = dataclasses.replace(b.summary("workers=4"), variant="prefetch_factor=4")
+    tried = dataclasses.replace(b.summary("workers=4"), spec=ModeSpec(mode=Mode.WORKERS, workers=4, prefetch_factor=4))
     assert [m.mode for m in figures(report(tried)).modes] == ["workers=4 prefetch_factor=4"]
 
 

@@ -211,7 +211,7 @@ def summary(
     batches: int = 50,
 ) -> RunSummary:
     return RunSummary(
-        mode=mode,
+        spec=ModeSpec.from_label(mode),
         status=status,
         num_workers=workers,
         batches=batches,

@@ -59,3 +59,23 @@ def test_modes_parse_and_real_comes_first() -> None:
 def test_bad_modes(text: str) -> None:
     with pytest.raises(FastloadError):
         parse_modes(text)
+
+
+def test_a_reports_mode_and_variant_read_back_as_the_mode_that_ran() -> None:
+    from fastload_cli.records import Mode, ModeSpec
+
+    specs = [
+        ModeSpec(mode=Mode.REAL),
+        ModeSpec(mode=Mode.SYNTHETIC_DEVICE),
+        ModeSpec(mode=Mode.CACHED_NO_AUG),
+        ModeSpec(mode=Mode.SPLIT),
+        ModeSpec(mode=Mode.WORKERS, workers=0),
+        ModeSpec(mode=Mode.WORKERS, workers=12, prefetch_factor=4, pin_memory=False),
+        ModeSpec(mode=Mode.WORKERS, workers=8, pin_memory=True),
+        ModeSpec(mode=Mode.FIX, fixes=("persistent-workers", "prefetch-factor=4")),
+        ModeSpec(mode=Mode.SYNTHETIC, ranks=(1, 3)),
+    ]
+    for spec in specs:
+        assert ModeSpec.from_label(spec.label, spec.variant) == spec
+    with pytest.raises(ValueError, match="no mode is labelled 'warp'"):
+        ModeSpec.from_label("warp")
