@@ -2,7 +2,8 @@
 
 ``fastload compare`` renders a ``Comparison``; the ``--baseline`` gate judges one. Both read
 reports as their JSON (``fastload.report/1``), the contract a report keeps between fastload runs,
-so a report of this run is first put in the same shape (``figures``).
+read back as the ``Report`` it was written from (``Report.from_json``) and put in one shape with a
+report of this run (``figures``).
 
 The noise of a change is what the two runs' own steadiness allows: each run's
 ``throughput_spread`` (half the range of throughput across blocks of its window, relative), added
@@ -70,52 +71,17 @@ def _mode_figures(run: RunSummary) -> ModeFigures:
 
 
 def read_figures(document: Any, source: str) -> Figures:
-    """The figures of a report's JSON document; ``UnreadableReport`` says what is wrong with it."""
+    """The figures of a report's JSON document (``Report.from_json``); ``UnreadableReport`` says
+    what is wrong with it."""
     if not isinstance(document, Mapping) or "schema" not in document:
         raise UnreadableReport(f"{source} is not a fastload report (no 'schema' field)")
     if document["schema"] != SCHEMA:
         raise UnreadableReport(f"{source} is a {document['schema']} document; this fastload reads {SCHEMA}")
     try:
-        verdict = document["verdict"]
-        return Figures(
-            source=source,
-            schema=document["schema"],
-            command=str(document["command"]),
-            script=str(document["script"]),
-            script_args=tuple(str(a) for a in document.get("script_args") or ()),
-            bottleneck=str(verdict["bottleneck"]),
-            label=str(verdict["label"]),
-            confidence=_number(verdict.get("confidence")),
-            ceiling=_number(verdict.get("speedup_ceiling")),
-            modes=tuple(_read_mode(run) for run in document["runs"]),
-        )
+        report = Report.from_json(document)
     except (KeyError, TypeError, ValueError) as exc:
         raise UnreadableReport(f"{source} is not a complete {SCHEMA} report ({type(exc).__name__}: {exc})") from None
-
-
-def _read_mode(run: Mapping[str, Any]) -> ModeFigures:
-    cpu = [v for v in (_number(run.get("main_cpu_percent")), _number(run.get("workers_cpu_percent"))) if v is not None]
-    batches = int(run["batches"])
-    rss = run.get("rss_bytes")
-    return ModeFigures(
-        mode=str(run["mode"]) + (f" {run['variant']}" if run.get("variant") else ""),
-        ok=run["status"] == RunStatus.OK.value and batches > 0,
-        batches=batches,
-        throughput=_number(run.get("throughput_samples_per_s")),
-        spread=_number(run.get("throughput_spread")),
-        data_wait=_number(run.get("data_wait_fraction")),
-        step_ms=_number(run.get("step_ms_p50")),
-        cpu_percent=sum(cpu) if cpu else None,
-        rss_bytes=int(rss) if rss is not None else None,
-    )
-
-
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
+    return figures(report, source)
 
 
 # --------------------------------------------------------------------------------------------

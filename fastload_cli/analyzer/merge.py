@@ -9,18 +9,13 @@ node's that holds that rank (whose own figures are of it), or the first node's w
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
 from typing import Any
 
 from fastload_cli.analyzer import ranks
-from fastload_cli.records import ModeSpec, RunStatus, RunSummary
+from fastload_cli.records import RunStatus, RunSummary
 
 Document = Mapping[str, Any]
-# How a node's verdict names its own straggler (ranks.Straggler.where): the job's replaces it.
-_NAMED = re.compile(r" (on rank \d+|\(rank \d+ is the slowest\)|· rank \d+'s step takes [\d.]+x .*)$")
-_SUMMARY_FIELDS = {f.name for f in fields(RunSummary)}
 
 
 class MergeError(ValueError):
@@ -37,8 +32,9 @@ def merge(documents: Sequence[Document], sources: Sequence[str]) -> dict[str, An
     holder = by_rank[lagging.rank][0] if lagging is not None else 0
     first = documents[holder]
     verdict = dict(first["verdict"])
-    verdict["label"] = _NAMED.sub("", verdict["label"])
-    verdict["slowest_rank"] = None
+    named = verdict.get("rank_named")  # how the node's verdict names its own straggler: the job's replaces it
+    verdict["label"] = verdict["label"].removesuffix(f" {named}") if named else verdict["label"]
+    verdict["slowest_rank"], verdict["rank_named"] = None, None
     if lagging is not None:
         verdict = dict(ranks_named(verdict, lagging))
     environment = dict(first["environment"], world_size=sum(len(_real(d).get("ranks", ())) for d in documents))
@@ -60,6 +56,7 @@ def ranks_named(verdict: Mapping[str, Any], lagging: ranks.Straggler) -> Mapping
         **verdict,
         "label": f"{verdict['label']} {lagging.where}",
         "slowest_rank": lagging.rank,
+        "rank_named": lagging.where,
         "evidence": [lagging.finding.sentence, *verdict.get("evidence", ())],
     }
 
@@ -107,14 +104,13 @@ def _merged_run(documents: Sequence[Document], mode: str) -> dict[str, Any]:
 
 
 def _summary(x: Mapping[str, Any]) -> RunSummary:
-    known = {k: v for k, v in x.items() if k in _SUMMARY_FIELDS and k not in ("ranks", "spec")}
+    """A rank's figures in a node's report, read back (``RunSummary.from_json``)."""
     try:
-        spec = ModeSpec.from_label(x["mode"], x.get("variant"))
-    except ValueError as exc:
-        raise MergeError(f"a run of the reports: {exc}") from None
-    return RunSummary(**{**known, "spec": spec, "status": RunStatus(known["status"])})
+        return RunSummary.from_json(x)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MergeError(f"a run of the reports cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def summary_of(run: Mapping[str, Any]) -> RunSummary:
     """A merged run (a JSON dict) as the record the terminal renders, its ranks included."""
-    return replace(_summary(run), ranks=tuple(_summary(x) for x in run.get("ranks", ())))
+    return _summary(run)

@@ -241,6 +241,7 @@ def naming(verdict: Verdict, lagging: Straggler, gain: Finding | None = None) ->
         verdict,
         label=f"{verdict.label} {lagging.where}",
         slowest_rank=lagging.rank,
+        rank_named=lagging.where,
         evidence=(*(f.sentence for f in found), *verdict.evidence),
         findings=(*found, *verdict.findings),
     )

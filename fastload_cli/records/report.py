@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from fastload_cli.records import decode
 from fastload_cli.records.measured import (
     BatchRecord,
     Breakdown,
@@ -86,6 +89,11 @@ class RunSummary:
     # when it applied on every rank, or in a run of one process.
     ranks_changed: tuple[int, ...] = ()
 
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> RunSummary:
+        """A run's figures read back from a report: its mode from its label and variant."""
+        return _summary(raw)
+
     @property
     def mode(self) -> str:
         """The run's mode as the report names it (``ModeSpec.label``)."""
@@ -153,6 +161,7 @@ class Verdict:
     augmentation_speedup: float | None = None
     findings: tuple[Finding, ...] = ()
     slowest_rank: int | None = None  # a data-parallel job's straggler, when one stands out beyond noise
+    rank_named: str | None = None  # the words the label ends with that name the slowest rank
 
     def of(self, *kinds: FindingKind) -> tuple[Finding, ...]:
         """The findings of these kinds, in order."""
@@ -361,3 +370,15 @@ class Report:
     split: InputSplit | None = None  # where the real run's time per batch goes, when cached ran
     pathologies: tuple[Pathology, ...] = ()  # named failures and slowdowns of the input pipeline
     schema: str = SCHEMA
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> Report:
+        """A report read back from its JSON document (``records.schema.check_report`` it first:
+        this reads, it does not judge); ValueError, KeyError or TypeError where it cannot be read."""
+        return decode.record(cls, document, {RunSummary: _summary})
+
+
+def _summary(raw: Mapping[str, Any]) -> RunSummary:
+    """A run's figures read back: its mode from its label and variant (``ModeSpec.from_label``)."""
+    spec = ModeSpec.from_label(raw["mode"], raw.get("variant"))
+    return RunSummary(spec=spec, **decode.fields(RunSummary, raw, {RunSummary: _summary}, skip=("spec",)))

@@ -74,6 +74,8 @@ def _check(value: object, hint: Any, where: str) -> None:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         _one_of(value, args, where)
+    elif origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        _fixed(value, args, where)
     elif origin in (tuple, list):
         _items(value, args[0], where)
     elif origin is dict:
@@ -106,6 +108,16 @@ def _items(value: object, item: Any, where: str) -> None:
     if len(value) > MAX_ITEMS:
         raise Malformed(where, f"more than {MAX_ITEMS} items")
     for index, each in enumerate(value):
+        _check(each, item, f"{where}[{index}]")
+
+
+def _fixed(value: object, items: tuple[Any, ...], where: str) -> None:
+    """A tuple of fixed length (``tuple[int, float]``): each item of its own type."""
+    if not isinstance(value, list):
+        raise Malformed(where, f"expected a list, got {_kind(value)}")
+    if len(value) != len(items):
+        raise Malformed(where, f"expected {len(items)} items, got {len(value)}")
+    for index, (each, item) in enumerate(zip(value, items, strict=True)):
         _check(each, item, f"{where}[{index}]")
 
 

@@ -120,3 +120,13 @@ def test_a_good_report_is_read(tmp_path: Path) -> None:  # the checks above refu
     path = written(tmp_path, json.dumps(good()))
     result = runner.invoke(app, ["compare", path, path])
     assert result.exit_code == 0, result.output
+
+
+def test_a_report_of_a_sweep_is_read(tmp_path: Path) -> None:
+    """A sweep's prediction holds pairs of a whole number and a rate: the check reads each item by
+    its own type."""
+    from tests.unit.test_report_sections import full_report
+
+    path = written(tmp_path, json_report.document(full_report()))
+    result = runner.invoke(app, ["compare", path, path])
+    assert result.exit_code == 0, result.output

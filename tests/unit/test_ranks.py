@@ -253,7 +253,10 @@ def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
 # -- merge ---------------------------------------------------------------------------------------
 
 
-def node(rank: int, wait: float, label: str = "IO-bound input pipeline (storage or latency)") -> dict:
+def node(
+    rank: int, wait: float, label: str = "IO-bound input pipeline (storage or latency)", named: str | None = None
+) -> dict:
+    """A node's report of one rank; ``named``: the words its label ends with that name its slowest rank."""
     figures = {"rank": rank, "local_rank": 0, "status": "ok", "batches": 40, "data_wait_fraction": wait,
                "throughput_samples_per_s": 100.0, "mode": "real", "num_workers": 1, "samples": 1280,
                "wall_s": 12.8, "throughput_batches_per_s": 3.1, "step_ms_p50": 300.0, "step_ms_p90": 310.0,
@@ -270,7 +273,8 @@ def node(rank: int, wait: float, label: str = "IO-bound input pipeline (storage 
             "bottleneck": "io",
             "evidence": ["node's own"],
             "caveats": [],
-            "slowest_rank": None,
+            "slowest_rank": rank if named else None,
+            "rank_named": named,
         },
     }
 
@@ -292,8 +296,9 @@ def test_merge_names_a_rank_whose_step_is_slow_across_nodes_once() -> None:
                    "step_blocked_fraction": 0.1}  # fmt: skip
         return {**doc, "runs": [{**run, "ranks": [figures]} for run in doc["runs"]]}
 
-    named = "Compute-bound: the training step is the limit · rank 1's step takes 9.0x rank 0's"  # a stale name
-    merged = merge([busy(node(0, 0.01), 7.0), busy(node(1, 0.01, named), 17.0)], ["n0.json", "n1.json"])
+    stale = "· rank 1's step takes 9.0x rank 0's"  # the node's name for its slowest rank
+    named = f"Compute-bound: the training step is the limit {stale}"
+    merged = merge([busy(node(0, 0.01), 7.0), busy(node(1, 0.01, named, stale), 17.0)], ["n0.json", "n1.json"])
     assert merged["verdict"]["slowest_rank"] == 1
     assert merged["verdict"]["label"] == named.replace("9.0x", "2.4x")  # rank 1's node's verdict, named once
     assert merged["verdict"]["evidence"][0].startswith("Rank 1's step takes 2.4x rank 0's")

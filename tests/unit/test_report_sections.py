@@ -174,3 +174,14 @@ def test_a_sweep_measured_after_the_first_epoch_says_so() -> None:
     points = tuple(dataclasses.replace(p, after_first_epoch=True) for p in report.sweep.points)
     later = dataclasses.replace(report, sweep=dataclasses.replace(report.sweep, points=points))
     assert "Every setting was measured after the script's first epoch" in text(*terminal.SECTIONS["sweep"](later))
+
+
+@pytest.mark.parametrize("timelines", [False, True])
+def test_a_report_read_back_from_its_json_writes_the_same_json(timelines: bool) -> None:
+    from fastload_cli.records.schema import check_report
+
+    document = json.loads(json_report.document(full_report(), timelines=timelines))
+    check_report(document)  # a sweep's prediction included: pairs of a whole number and a rate
+    back = Report.from_json(document)
+    assert back.runs[0].spec == full_report().runs[0].spec
+    assert json.loads(json_report.document(back, timelines=timelines)) == document
