@@ -191,3 +191,19 @@ def test_the_pipelines_inside_a_preset_object_are_timed_step_by_step() -> None:
     assert by_name["Lambda"]["ns_per_sample"] >= 3e6
     assert preset.transforms is pipeline and preset.finish is finish
     assert [type(s).__name__ for s in pipeline.transforms] == ["RandomResizedCrop", "RandomHorizontalFlip", "Lambda"]
+
+
+def test_collate_is_timed_per_batch_without_what_the_first_call_pays_once() -> None:
+    calls = []
+
+    def collate(items):  # the first call pays 40 ms once (a pool started, memory first touched)
+        calls.append(len(items))
+        if len(calls) == 1:
+            time.sleep(0.04)
+        return torch.stack([torch.as_tensor(float(i)) for i, _ in enumerate(items)])
+
+    loader = DataLoader(Images(v1.ToTensor()), batch_size=4, collate_fn=collate)
+    fields = breakdown.measure(loader, 8, torch)
+    per_sample = {s["name"]: s["ns_per_sample"] for s in fields["steps"]}["collate"]
+    assert per_sample < 2e6  # 40 ms over 8 samples would be 5 ms each
+    assert sum(calls[1:]) == 8  # every sample collated, timed
