@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -19,23 +19,11 @@ AFTER_FIRST_EPOCH = (
 
 
 def sweep_lines(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[RenderableType]:
-    """One row per setting, then a bar chart of throughput against workers."""
-    table = Table(
-        expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True
-    )
-    table.add_column("workers", no_wrap=True)
+    """One row per setting in two tables, what it gives and what it costs (each fits a terminal's
+    80 columns), then a bar chart of throughput against workers."""
     predicted = dict(result.predicted)
-    for name in (
-        "samples/s",
-        *(["predicted"] if predicted else []),
-        "vs own",
-        "wait",
-        "CPU main/wk",
-        "RSS",
-        "start-up",
-        "step p90",
-    ):
-        table.add_column(name, justify="right", no_wrap=True)
+    gives = _table("samples/s", *(["predicted"] if predicted else []), "vs own", "data wait")
+    costs = _table("CPU main/workers", "RSS", "start-up", "step p90")
     for point in result.points:
         run = next((r for r in reversed(runs) if r.mode == point.mode and r.variant == point.variant), None)
         rate = point.throughput_samples_per_s
@@ -45,17 +33,13 @@ def sweep_lines(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Rende
         own_rate = own.throughput_samples_per_s if own is not None else None
         spread = f" ±{100 * point.spread:.0f}%" if point.spread is not None and rate else ""
         guess = [num(predicted.get(point.workers))] if predicted else []
-        table.add_row(
-            _point_label(point, result),
-            num(rate) + spread,
-            *guess,
-            f"{rate / own_rate:.2f}x" if rate and own_rate else DASH,
-            pct(point.data_wait_fraction),
-            DASH if run is None else f"{percent(run.main_cpu_percent)}/{percent(run.workers_cpu_percent)}",
-            size(point.rss_bytes),
-            secs(point.startup_s),
-            DASH if run is None else ms(run.step_ms_p90),
-        )
+        label = _point_label(point, result)
+        vs_own = f"{rate / own_rate:.2f}x" if rate and own_rate else DASH
+        gives.add_row(label, num(rate) + spread, *guess, vs_own, pct(point.data_wait_fraction))
+        cpu = DASH if run is None else f"{percent(run.main_cpu_percent)}/{percent(run.workers_cpu_percent)}"
+        step = DASH if run is None else ms(run.step_ms_p90)
+        costs.add_row(label, cpu, size(point.rss_bytes), secs(point.startup_s), step)
+    table = Group(gives, Text(""), costs)
     lines: list[RenderableType] = [table, _chart(result.points)]
     lines.append(Text(result.returns))
     if result.predicted_best is not None:
@@ -67,6 +51,17 @@ def sweep_lines(result: SweepResult, runs: tuple[RunSummary, ...]) -> list[Rende
     lines.append(Text(result.conclusion, style="bold"))
     heading = f"num_workers sweep (the script's own: {whole(result.current_workers)}; noise ±{100 * result.noise:.0f}%)"
     return [Text(""), Text(heading, style="bold underline"), *[Padding(line, (0, 0, 0, 2)) for line in lines]]
+
+
+def _table(*columns: str) -> Table:
+    """A table of the settings, one row each, ``columns`` after their label."""
+    table = Table(
+        expand=False, show_edge=False, pad_edge=False, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True
+    )
+    table.add_column("workers", no_wrap=True)
+    for name in columns:
+        table.add_column(name, justify="right", no_wrap=True)
+    return table
 
 
 def _prediction(result: SweepResult) -> str:

@@ -185,3 +185,18 @@ def test_a_report_read_back_from_its_json_writes_the_same_json(timelines: bool) 
     back = Report.from_json(document)
     assert back.runs[0].spec == full_report().runs[0].spec
     assert json.loads(json_report.document(back, timelines=timelines)) == document
+
+
+def test_the_sweep_reads_whole_on_an_80_column_terminal() -> None:
+    from rich.console import Console, Group
+
+    from fastload_cli.reporters.sweep_table import sweep_lines
+
+    report = full_report()
+    assert report.sweep is not None
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(Group(*sweep_lines(report.sweep, report.runs)))
+    text = console.export_text()
+    assert "…" not in text
+    for header in ("samples/s", "predicted", "vs own", "data wait", "CPU main/workers", "RSS", "start-up", "step p90"):
+        assert header in text
