@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fastload_cli.errors import FastloadError, ScriptNotFoundError, UsageError
-from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec, Streamed
+from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec, Streamed, notebook
 
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
@@ -84,8 +84,9 @@ class Launcher:
 class RunConfig:
     """One run of the script: what the child is told (``child``) and how the parent runs it."""
 
-    script: Path  # absolute path of the script
-    script_arg0: str  # the script path as the user wrote it (becomes sys.argv[0])
+    script: Path  # absolute path of the script (of a module's source, run as ``python -m``)
+    script_arg0: str  # the script path as the user wrote it (becomes sys.argv[0]); "-m NAME" for a module
+    module: str | None = None  # run as ``python -m module``: the child runs it with runpy's semantics
     script_args: tuple[str, ...] = ()
     child: ChildSpec = field(default_factory=lambda: ChildSpec(warmup=DEFAULT_WARMUP))
     max_batches: int = DEFAULT_MAX_BATCHES
@@ -139,6 +140,8 @@ def check_script(arg: str, cwd: Path) -> Path:
         raise ScriptNotFoundError(arg, "is a directory, not a script", "give the training script itself, e.g. train.py")
     if not os.access(path, os.R_OK):
         raise ScriptNotFoundError(arg, "cannot be read (permission denied)")
+    if path.suffix == ".ipynb":
+        return _check_notebook(path, arg)
     try:
         source = path.read_bytes()
     except OSError as exc:
@@ -149,6 +152,35 @@ def check_script(arg: str, cwd: Path) -> Path:
         )
     _check_syntax(source, path, arg)
     return path
+
+
+def _check_notebook(path: Path, arg: str) -> Path:
+    """A notebook whose code cells run as one script (``records.notebook``); a UsageError that
+    names the cell that cannot."""
+    try:
+        notebook.check(path, arg)
+    except notebook.NotebookError as exc:
+        raise UsageError(f"{arg}: {exc}", "fastload runs the notebook's code cells in order, as one script") from None
+    return path
+
+
+def check_module(name: str, cwd: Path) -> Path:
+    """The source file ``python -m name`` would run from ``cwd`` (a module's file, or a package's
+    ``__main__.py``), found without importing anything; a ScriptNotFoundError that says why not."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise ScriptNotFoundError(f"-m {name}", "is not a module name", "for example: -m package.train")
+    for root in [cwd, *(Path(p) for p in sys.path[1:] if p)]:
+        base = root.joinpath(*parts)
+        for found in (base.with_suffix(".py"), base / "__main__.py"):
+            if found.is_file():
+                _check_syntax(found.read_bytes(), found, f"-m {name}")
+                return found
+    raise ScriptNotFoundError(
+        f"-m {name}",
+        "no such module in the working directory or on the Python path",
+        "run fastload from the directory you would run `python -m` from",
+    )
 
 
 def _looks_like_python(path: Path, source: bytes) -> bool:

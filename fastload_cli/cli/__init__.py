@@ -8,17 +8,20 @@ was interrupted after measuring something.
 from __future__ import annotations
 
 import enum
+import inspect
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fastload_cli import __version__
 from fastload_cli.cli.gating import make_gates
 from fastload_cli.cli.groups import grouped
-from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, with_launcher
+from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, launched, with_launcher
 from fastload_cli.cli.options import (
     Breakdown,
     Chatter,
@@ -35,9 +38,11 @@ from fastload_cli.cli.options import (
     PySpy,
     Script,
     ScriptArgs,
+    Target,
     Transforms,
 )
 from fastload_cli.cli.run import STDOUT, Output, check_writable, error_boundary, note, outputs, run_command
+from fastload_cli.cli.typed import Typed, given
 from fastload_cli.config import DEFAULT_MAX_WORKERS, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.errors import UsageError
 from fastload_cli.records import Command
@@ -51,6 +56,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def command(name: str | None = None) -> Callable[[F], F]:
+    """``app.command``, its help the function's docstring with each paragraph's lines joined, so
+    the terminal wraps a sentence where its width ends, not where the source's line did."""
+
+    def register(function: F) -> F:
+        paragraphs = inspect.cleandoc(function.__doc__ or "").split("\n\n")
+        text = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+        return app.command(name, help=escape(text))(function)
+
+    return register
+
+
 SWEEP_MEASURE = Measure(max_batches=DEFAULT_SWEEP_BATCHES)  # a sweep measures many settings: fewer batches each
 DEMO_MEASURE = Measure(max_batches=30)
 
@@ -80,10 +102,10 @@ PinMemoryBoth = Annotated[
 # --------------------------------------------------------------------------------------------
 
 
-@app.command()
+@command()
 @grouped
 def diagnose(
-    script: Script,
+    script: Script = None,
     script_args: ScriptArgs = None,
     modes: Modes = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
@@ -91,6 +113,7 @@ def diagnose(
     breakdown: Breakdown = False,
     py_spy: PySpy = False,
     *,
+    target: Target,
     measure: Measure,
     transforms: Transforms,
     outputs: Outputs,
@@ -102,25 +125,33 @@ def diagnose(
 
     When loading is the limit and the cores are not all busy, a short num_workers sweep follows and
     its best setting becomes the first recommendation.
+
+    What runs, as you would start it: a script (fastload diagnose train.py -- ARGS), a notebook
+    (fastload diagnose notebook.ipynb), a module (fastload diagnose -m package.train -- ARGS), or
+    after -- the command as you type it: python train.py ARGS, python -m package.train ARGS,
+    torchrun --nproc-per-node N train.py ARGS, python -m torch.distributed.run ..., accelerate
+    launch --num_processes N train.py ARGS.
     """
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DEFAULT_PY_SPY_S, DIAGNOSE_MODES, parse_modes
         from fastload_cli.plan import Diagnose
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
-        out, base = prepare(Command.DIAGNOSE, script, script_args, measure, outputs, gates, launch, out, transforms)
+        what = given(script, script_args, target.module)
+        out, base = prepare(Command.DIAGNOSE, what, measure, outputs, gates, launch, out, transforms)
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
         runs = Diagnose(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
         run_command(Command.DIAGNOSE, base, runs, out)
 
 
-@app.command("synthetic-compare")
+@command("synthetic-compare")
 @grouped
 def synthetic_compare(
-    script: Script,
+    script: Script = None,
     script_args: ScriptArgs = None,
     *,
+    target: Target,
     measure: Measure,
     transforms: Transforms,
     outputs: Outputs,
@@ -134,16 +165,15 @@ def synthetic_compare(
         from fastload_cli.config import DIAGNOSE_MODES
         from fastload_cli.plan import Diagnose
 
-        out, base = prepare(
-            Command.SYNTHETIC_COMPARE, script, script_args, measure, outputs, gates, launch, out, transforms
-        )
+        what = given(script, script_args, target.module)
+        out, base = prepare(Command.SYNTHETIC_COMPARE, what, measure, outputs, gates, launch, out, transforms)
         run_command(Command.SYNTHETIC_COMPARE, base, Diagnose(DIAGNOSE_MODES, None), out)
 
 
-@app.command("sweep-workers")
+@command("sweep-workers")
 @grouped
 def sweep_workers(
-    script: Script,
+    script: Script = None,
     script_args: ScriptArgs = None,
     workers: Workers = None,
     max_workers: MaxWorkers = DEFAULT_MAX_WORKERS,
@@ -151,6 +181,7 @@ def sweep_workers(
     pin_memory: PinMemoryBoth = None,
     in_process: InProcess = False,
     *,
+    target: Target,
     measure: Measure = SWEEP_MEASURE,
     outputs: Outputs,
     gates: GateOptions,
@@ -163,7 +194,8 @@ def sweep_workers(
         from fastload_cli.config import parse_counts
         from fastload_cli.plan import Sweep
 
-        out, base = prepare(Command.SWEEP_WORKERS, script, script_args, measure, outputs, gates, launch, out)
+        what = given(script, script_args, target.module)
+        out, base = prepare(Command.SWEEP_WORKERS, what, measure, outputs, gates, launch, out)
         grid = parse_counts("--workers", workers, minimum=0) if workers else None
         factors = parse_counts("--prefetch-factor", prefetch_factor, minimum=1) if prefetch_factor else ()
         if grid is None and fixed_plan(base, out):
@@ -173,13 +205,14 @@ def sweep_workers(
         run_command(Command.SWEEP_WORKERS, base, runs, out)
 
 
-@app.command("try")
+@command("try")
 @grouped
 def try_fixes(
-    script: Script,
+    script: Script = None,
     script_args: ScriptArgs = None,
     fix: FixOption = [],  # noqa: B006 (typer reads the default; it is never mutated)
     *,
+    target: Target,
     measure: Measure,
     outputs: Outputs,
     gates: GateOptions,
@@ -192,11 +225,12 @@ def try_fixes(
         from fastload_cli.config import parse_fixes
         from fastload_cli.plan import TryFixes
 
-        out, base = prepare(Command.TRY, script, script_args, measure, outputs, gates, launch, out)
+        what = given(script, script_args, target.module)
+        out, base = prepare(Command.TRY, what, measure, outputs, gates, launch, out)
         run_command(Command.TRY, base, TryFixes(parse_fixes(fix)), out)
 
 
-@app.command()
+@command()
 @grouped
 def demo(
     name: Annotated[
@@ -225,13 +259,13 @@ def demo(
                 f"the '{example.name}' example", missing[0], "pip install 'fastload[torchvision]'"
             )
         note(out, f"Example '{example.name}': {example.summary}.")
-        base = make_config(example.filename, None, measure, cwd=example.path.parent)
+        base = make_config(Typed(target=example.filename), measure, cwd=example.path.parent)
         run_command(Command.DIAGNOSE, base, Diagnose(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True), out)
         if name is None and not out.to_stdout:
             _list_examples(out, example.name)
 
 
-@app.command()
+@command()
 def compare(
     before: Annotated[str, typer.Argument(help="The earlier JSON report (written with --json).", show_default=False)],
     after: Annotated[str, typer.Argument(help="The later JSON report.", show_default=False)],
@@ -259,7 +293,7 @@ def compare(
             Console(highlight=False, markup=False).print(comparison.render(result))
 
 
-@app.command()
+@command()
 def merge(
     reports: Annotated[
         list[str], typer.Argument(help="Each node's JSON report of one data-parallel job.", show_default=False)
@@ -313,20 +347,20 @@ def main_options(
 
 def prepare(
     command: Command,
-    script: str,
-    script_args: list[str] | None,
+    what: Typed,
     measure: Measure,
-    given: Outputs,
+    given_outputs: Outputs,
     gates: GateOptions,
     launch: LaunchOptions,
     out: Output,
     transforms: Transforms | None = None,
 ) -> tuple[Output, RunConfig]:
     """What every command that runs a script checks before its first run: where the report goes,
-    the gates, the script and the measurement's settings, the data-parallel job."""
-    out = replace(out, paths=outputs_of(given), gates=make_gates(script, gates))
-    base = make_config(script, script_args, measure, transforms)
-    return with_launcher(base, launch, command.value, out)
+    the gates, what runs and the measurement's settings, the data-parallel job (as given, or as the
+    typed launcher line names it)."""
+    out = replace(out, paths=outputs_of(given_outputs), gates=make_gates(what.shown, gates))
+    base = make_config(what, measure, transforms)
+    return with_launcher(base, launched(launch, what), command.value, out)
 
 
 def outputs_of(given: Outputs) -> dict[str, str]:
@@ -334,22 +368,20 @@ def outputs_of(given: Outputs) -> dict[str, str]:
 
 
 def make_config(
-    script: str,
-    script_args: list[str] | None,
-    measure: Measure,
-    transforms: Transforms | None = None,
-    cwd: Path | None = None,
+    what: Typed, measure: Measure, transforms: Transforms | None = None, cwd: Path | None = None
 ) -> RunConfig:
-    from fastload_cli.config import check_counts, check_script
+    from fastload_cli.config import check_counts, check_module, check_script
     from fastload_cli.records import ChildSpec
 
     check_counts(warmup=measure.warmup, max_batches=measure.max_batches, timeout_s=measure.timeout)
     keep, drop = (transforms.keep_transform, transforms.drop_transform) if transforms else (None, None)
     cwd = cwd or Path.cwd()
+    source = check_module(what.target, cwd) if what.module else check_script(what.target, cwd)
     return RunConfig(
-        script=check_script(script, cwd),
-        script_arg0=script,
-        script_args=tuple(script_args or ()),
+        script=source,
+        script_arg0=what.shown,
+        module=what.target if what.module else None,
+        script_args=what.args,
         child=ChildSpec(warmup=measure.warmup, keep_transforms=tuple(keep or ()), drop_transforms=tuple(drop or ())),
         max_batches=measure.max_batches,
         timeout_s=measure.timeout,

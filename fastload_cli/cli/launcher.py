@@ -14,6 +14,7 @@ import typer
 from fastload_cli.cli.groups import group
 from fastload_cli.cli.run import Output, note
 from fastload_cli.cli.slurm import SlurmJob, node_path, slurm_job
+from fastload_cli.cli.typed import Typed
 from fastload_cli.config import Launcher, RunConfig
 from fastload_cli.errors import UsageError
 
@@ -71,6 +72,17 @@ class LaunchOptions:
         if not all(part.isdigit() and int(part) >= 1 for part in nnodes.split(":", 1)):
             raise UsageError(f"--nnodes: '{nnodes}' is not a number of nodes", "for example --nnodes 2, or 1:4")
         return Launcher(**{**given, "nnodes": nnodes, "max_restarts": self.max_restarts or 0})
+
+
+def launched(launch: LaunchOptions, what: Typed) -> LaunchOptions:
+    """The options with those the typed launcher line names (``typed.understood``); a UsageError
+    where both name one and differ."""
+    for name, value in what.launch.items():
+        mine = getattr(launch, name)
+        if mine is not None and mine != value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} is {mine} for fastload and {value} in the {what.typed} line", "give it once")
+    return replace(launch, **{k: v for k, v in what.launch.items() if v is not None})  # type: ignore[arg-type]
 
 
 RENDEZVOUS = ("nnodes", "node_rank", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "master_addr", "master_port")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
 from fastload_cli.cli.groups import group
@@ -79,7 +80,24 @@ MaxWorkers = Annotated[
 NoSweep = Annotated[
     bool, typer.Option("--no-sweep", help="Do not measure num_workers settings, even when loading is the limit.")
 ]
-Script = Annotated[str, typer.Argument(help="The training script, as you would pass it to python.", show_default=False)]
+Script = Annotated[
+    str | None,
+    typer.Argument(
+        help="The training script as you would pass it to python, a notebook (.ipynb), or after -- the command "
+        "as you type it: python [-m module] ..., torchrun ..., accelerate launch ...",
+        show_default=False,
+    ),
+]
+Module = Annotated[
+    str | None,
+    typer.Option(
+        "-m",
+        "--module",
+        help="Run a module as python -m does (its package's relative imports, a package's __main__); its "
+        "arguments after --.",
+        show_default=False,
+    ),
+]
 ScriptArgs = Annotated[
     list[str] | None,
     typer.Argument(help="Arguments for the script, after --.", show_default=False, metavar="[-- SCRIPT_ARGS...]"),
@@ -98,7 +116,7 @@ HtmlPath = Annotated[
     str | None,
     typer.Option(
         "--html",
-        help="Write a self-contained HTML report page here (needs: pip install 'fastload[html]').",
+        help=escape("Write a self-contained HTML report page here (needs: pip install 'fastload[html]')."),
         metavar="PATH",
     ),
 ]
@@ -190,6 +208,14 @@ class Measure:
     warmup: Warmup = DEFAULT_WARMUP
     fixed_batches: FixedBatches = False
     timeout: Timeout = DEFAULT_TIMEOUT_S
+
+
+@group
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """What runs, where it is not a script: a module."""
+
+    module: Module = None
 
 
 @group

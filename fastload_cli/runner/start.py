@@ -34,8 +34,10 @@ class Started:
 
 
 def child_args(config: RunConfig) -> list[str]:
-    """What ``child.main`` reads from its argv: the spec, then the script as given, and its args."""
-    return [config.child.to_json(), config.script_arg0, *config.script_args]
+    """What ``child.main`` reads from its argv: the spec, then the script as given (``-m`` and the
+    module's name for a module), and its args."""
+    target = ["-m", config.module] if config.module is not None else [config.script_arg0]
+    return [config.child.to_json(), *target, *config.script_args]
 
 
 def child_command(config: RunConfig) -> list[str]:
@@ -72,7 +74,9 @@ def _cold(config: RunConfig, env: dict[str, str], event_fd: int) -> subprocess.P
 
 def _forked(config: RunConfig, env: dict[str, str], event_fd: int) -> warm.ForkedProcess | None:
     """The child forked by the command's warm starter, or None: it starts cold."""
-    preloads = warm.preloads_for(config.script) if config.warm_start else None
+    # A module runs with the working directory first on sys.path (python -m): the starter puts the
+    # script's directory there, so a module starts cold.
+    preloads = warm.preloads_for(config.script) if config.warm_start and config.module is None else None
     if preloads is None:
         return None
     script_dir = os.path.dirname(os.path.realpath(config.script))

@@ -78,6 +78,7 @@ ALLOWED: dict[str, set[str]] = {
     "session": {"runner", "plan", "samplers", "records", "config", "errors"},
     "examples": set(),
     "fixes": set(),  # the fixes library: users import it, and the child applies it
+    "ipython": set(),  # the %fastload magic: runs fastload as a process of its own
     "cli": EVERYTHING,
     "__main__": {"cli"},
     "": set(),  # the package's __init__

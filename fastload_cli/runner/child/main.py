@@ -3,9 +3,12 @@
 Started by ``runner/launch.py`` as (``records.protocol.BOOTSTRAP``)::
 
     python -c BOOTSTRAP <fastload package dir> <ChildSpec as JSON> <script as given> [script args...]
+    python -c BOOTSTRAP <fastload package dir> <ChildSpec as JSON> -m <module> [args...]
 
 The script sees ``__name__ == "__main__"``, ``sys.argv`` = [script, args...], ``sys.path[0]`` =
-the script's directory and the caller's working directory, as under ``python script.py``.
+the script's directory and the caller's working directory, as under ``python script.py``; a module
+runs as under ``python -m``: ``sys.path[0]`` the working directory, ``sys.argv[0]`` its file,
+``__spec__`` set, a package's ``__main__`` (``runpy.run_module``).
 Events go to the file descriptor named by ``FASTLOAD_EVENT_FD``, never to the script's stdout.
 The parent asks the child to stop with ``STOP_SIGNAL``; its handler raises ``StopRun`` in the main
 thread so the script's ``finally`` blocks run, then the child leaves at once.
@@ -18,16 +21,20 @@ import contextlib
 import ctypes
 import errno
 import importlib.machinery
+import linecache
 import os
+import runpy
 import signal
 import sys
 import time
 import traceback
 import types
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import NoReturn
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, StopReason
+from fastload_cli.records.notebook import cells as notebook_cells
 from fastload_cli.records.protocol import (
     CHANNEL_DIR_ENV,
     CHANNEL_FD_ENV,
@@ -42,7 +49,7 @@ from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import MeasurementDone, Stop, StopRun
 
 PR_SET_PDEATHSIG = 1
-_INTERNAL_FILES = (__file__,)
+_INTERNAL_FILES = (__file__, runpy.__file__, "<frozen runpy>")
 
 
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
@@ -72,6 +79,25 @@ def _prepare_sys(script_arg0: str, script_args: list[str]) -> str:
         sys.path.insert(0, script_dir)
     sys.argv = [script_arg0, *script_args]
     return script_file
+
+
+def _prepare_module(args: list[str]) -> None:
+    """Set sys.path[0] and argv as ``python -m`` does: the working directory first; runpy sets
+    argv[0] to the module's file once it has found it."""
+    del sys.path[0]  # the fastload package directory the bootstrap put there (``records.protocol``)
+    if not getattr(sys.flags, "safe_path", False):
+        sys.path.insert(0, os.getcwd())
+    sys.argv = ["-m", *args]
+
+
+def exec_module(name: str) -> None:
+    """Execute a module as ``__main__``, as ``python -m`` does: in the ``__main__`` module itself
+    (what its workers re-import under spawn), with ``__spec__`` set and ``sys.argv[0]`` its file."""
+    as_main = getattr(runpy, "_run_module_as_main", None)  # what `python -m` calls
+    if as_main is not None:
+        as_main(name, alter_argv=True)
+    else:
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
 def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
@@ -109,10 +135,27 @@ def exec_as_main(script_file: str) -> None:
     exec(code, module.__dict__)
 
 
-def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
-    """Run the script to its end, a stop, or an uncaught exception."""
+def exec_notebook(notebook: str, shown: str) -> None:
+    """Run a notebook's code cells in order in the ``__main__`` module, as a kernel's "Run All"
+    does (``records.notebook``): each compiled as ``NOTEBOOK [cell N]``, its lines in tracebacks."""
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__builtins__=builtins)
+    sys.modules["__main__"] = module
+    for cell in notebook_cells(Path(notebook)):
+        name = cell.filename(shown)
+        linecache.cache[name] = (len(cell.source), None, cell.source.splitlines(True), name)
+        exec(compile(cell.source, name, "exec", dont_inherit=True), module.__dict__)
+
+
+def run_script(channel: Channel, script_file: str, module: str | None = None) -> tuple[StopReason, int]:
+    """Run the script (the module, the notebook) to its end, a stop, or an uncaught exception."""
     try:
-        exec_as_main(script_file)
+        if module is not None:
+            exec_module(module)
+        elif script_file.endswith(".ipynb"):
+            exec_notebook(script_file, sys.argv[0])
+        else:
+            exec_as_main(script_file)
         return StopReason.SCRIPT_ENDED, 0
     except (StopRun, MeasurementDone):
         return StopReason.ENOUGH_BATCHES, 0
@@ -138,10 +181,15 @@ def run_script(channel: Channel, script_file: str) -> tuple[StopReason, int]:
 def main() -> NoReturn:
     spec = ChildSpec.from_json(sys.argv[1]).on_rank(_rank().get("rank"))
     script_arg0, script_args = sys.argv[2], sys.argv[3:]
+    module = script_args[0] if script_arg0 == "-m" and script_args else None
     die_with_parent()  # before anything that could wait on fastload
     channel = Channel(_channel_fd(), on_broken=_stop_soon)
     stacks.register_in_child()
-    script_file = _prepare_sys(script_arg0, script_args)
+    if module is not None:
+        _prepare_module(script_args[1:])
+        script_file = ""
+    else:
+        script_file = _prepare_sys(script_arg0, script_args)
     installed = hooks.install(channel, spec)
     channel.emit(
         EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat, **_rank()
@@ -149,7 +197,7 @@ def main() -> NoReturn:
     signal.signal(STOP_SIGNAL, _on_stop_signal)
     if spec.mode.mode is Mode.IN_PROCESS:
         signal.signal(NEXT_SIGNAL, in_process.on_next_signal)
-    reason, code = run_script(channel, script_file)
+    reason, code = run_script(channel, script_file, module)
     Stop.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     channel.emit(EventKind.ENV, **torch_env(final=True))
