@@ -227,6 +227,17 @@ def test_no_cache_when_it_does_not_fit_or_decoding_is_cheap() -> None:
     assert fire(rec.cache_in_ram, facts(breakdown=light, memory_available_bytes=64 * GIB)) is None
 
 
+def test_no_cache_for_a_dataset_already_in_memory() -> None:
+    """A TensorDataset's __getitem__ is the whole of its loading (it slices tensors, collate is
+    cheap), yet there is nothing to read or decode: no cache can help it."""
+    sliced = breakdown(
+        step("read and decode (rest of __getitem__)", 0.7, "getitem"), step("Resize", 0.3, image=(500, 400))
+    )
+    in_memory = facts(breakdown=sliced, memory_available_bytes=64 * GIB, loader={"dataset_type": "TensorDataset"})
+    assert fire(rec.cache_in_ram, in_memory) is None
+    assert fire(rec.cache_in_ram, dataclasses.replace(in_memory, loader=b.loader())) is not None
+
+
 # -- resize-offline -----------------------------------------------------------------------------
 
 

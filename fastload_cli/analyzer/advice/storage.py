@@ -54,10 +54,14 @@ def hide_storage_latency(f: Facts, v: Verdict) -> Recommendation | None:
 
 
 def cache_in_ram(f: Facts, v: Verdict) -> Recommendation | None:
-    """Reading and decoding dominate, and the decoded dataset fits in memory."""
+    """Reading and decoding dominate, and the decoded dataset fits in memory. Not for a dataset
+    already in memory (``IN_MEMORY_DATASETS``): its __getitem__ slices tensors, there is nothing
+    to read or decode, and its items cost microseconds whatever their share."""
     loader, found = f.loader, f.breakdown
     share = step_share(f, "getitem")
     if not input_bound(v) or found is None or share < th.BREAKDOWN_DOMINANT or loader is None:
+        return None
+    if loader.dataset_type in th.IN_MEMORY_DATASETS:
         return None
     if loader.dataset_len is None or f.memory_available_bytes is None:
         return None
