@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fastload_cli import plan
 from fastload_cli.config import RunConfig
 from fastload_cli.plan import Keep, Outcome, Plan, Step
-from fastload_cli.records import Measured, ModeSpec
+from fastload_cli.records import Measured, ModeSpec, RunResult
 from fastload_cli.runner.launch import Observer, run_mode
 from fastload_cli.samplers.gpu import Nvml
 from fastload_cli.samplers.host import available_memory
@@ -43,20 +43,24 @@ class StepRunner:
             return plan.recorded(outcome, step)
         if step.keep is Keep.BREAKDOWN:  # one rank's pipeline timed in-process: neither sampled nor summarised
             return plan.recorded(outcome, step, raw=run_mode(config, None, Observer()))
-        return plan.recorded(outcome, step, self.measure(config, first=step.first))
+        found, superseded = self.measure(config, first=step.first)
+        return plan.recorded(outcome, step, found, superseded=superseded)
 
-    def measure(self, config: RunConfig, *, first: bool = False) -> Measured:
-        """One run and its summary; measured again where the plan says other processes skewed it.
-        ``first``: the run that must measure something (``plan.check_measurable``)."""
+    def measure(self, config: RunConfig, *, first: bool = False) -> tuple[Measured, RunResult | None]:
+        """One run and its summary; measured again where the plan says other processes skewed it,
+        the run not kept second. ``first``: the run that must measure something
+        (``plan.check_measurable``)."""
         run = run_mode(config, self.nvml, self.observe(config.spec))
         if first:
             plan.check_measurable(run, config.python)
         found = plan.measured(run)
         why = plan.why_again(found, config)
         if why is None:
-            return found
+            return found, None
         self.on_note(config.spec, why)
-        return plan.kept(found, plan.measured(run_mode(config, self.nvml, self.observe(config.spec))))
+        again = plan.measured(run_mode(config, self.nvml, self.observe(config.spec)))
+        kept = plan.kept(found, again)
+        return kept, (again if kept is found else found).run
 
 
 def execute(command: Plan, runner: StepRunner, done: Outcome | None = None, started: float | None = None) -> Outcome:

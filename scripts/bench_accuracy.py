@@ -9,7 +9,8 @@ case of the zoo: the bundled examples and the scripts in scripts/zoo/, each with
 (a bottleneck, "hedged" for a case where input and step cost about the same, and for some the
 recommendation that must be made), or a planted pathology (`pathologies` in the report), which
 every other case must not raise. Prints one row per case (expected, got per repeat, agreement,
-median time to verdict) and writes the rows as JSON. Exit status 1 when any repeat disagrees.
+median time to verdict, and its ratio to the report's measuring limit) and writes the rows as
+JSON. Exit status 1 when any repeat disagrees.
 GPU cases run only where CUDA is available; the shared-memory case only where a mount namespace
 can be made (it runs fastload with a 64 MB /dev/shm, as Docker gives).
 """
@@ -187,8 +188,10 @@ def measure(case: Case, repeats: int, options: list[str], kept: Path | None = No
     verdicts = [got(report, case) for report in reports]
     agreed = sum(agrees(case, report) for report in reports)
     expected = case.expected + (f" + {' or '.join(case.recommendations)}" if case.recommendations else "")
+    ratios = [r for r in (over_limit(report, wall) for report, wall in runs) if r is not None]
+    ratio = f"  {statistics.median(ratios):.1f}x" if ratios else ""
     print(
-        f"{case.name:<25}{expected:<58} {','.join(verdicts):<30} {agreed}/{len(runs):<5}{median_range(walls)}",
+        f"{case.name:<25}{expected:<58} {','.join(verdicts):<30} {agreed}/{len(runs):<5}{median_range(walls)}{ratio}",
         flush=True,
     )
     return {
@@ -206,7 +209,15 @@ def measure(case: Case, repeats: int, options: list[str], kept: Path | None = No
         "agree": agreed,
         "repeats": len(runs),
         "time_to_verdict_s": [round(w, 1) for w in walls],
+        "over_measuring_limit": [round(r, 1) for r in ratios],
     }
+
+
+def over_limit(report: dict, wall_s: float) -> float | None:
+    """The time to verdict over the report's measuring limit (``time_spent.limit_s``): one start of
+    the script and ten steady batches of each mode compared."""
+    limit = (report.get("time_spent") or {}).get("limit_s")
+    return wall_s / limit if limit else None
 
 
 def runs_under(prefix: tuple[str, ...]) -> bool:
@@ -250,7 +261,8 @@ def main() -> int | str:
         return f"missing scripts: {', '.join(missing)}" if missing else 0
     gpu = cuda_available()
     chosen = chosen_cases(args.cases, gpu)
-    print(f"{'case':<25}{'expected':<58} {'got':<30} {'agree':<7}time to verdict s, median (range)", flush=True)
+    header = f"{'case':<25}{'expected':<58} {'got':<30} {'agree':<7}time to verdict s, median (range)"
+    print(f"{header}  x measuring limit, median", flush=True)
     if args.reports is not None:
         args.reports.mkdir(parents=True, exist_ok=True)
     rows = [measure(case, args.repeats, args.options, args.reports) for case in chosen]
@@ -260,6 +272,9 @@ def main() -> int | str:
     if timed:
         middle, slowest = statistics.median(statistics.median(t) for t in timed), max(max(t) for t in timed)
         print(f"time to verdict besides slow-step: median of case medians {middle:.1f} s, slowest {slowest:.1f} s")
+    limits = [statistics.median(r["over_measuring_limit"]) for r in rows if r["over_measuring_limit"]]
+    if limits:
+        print(f"time to verdict over the measuring limit: median case {statistics.median(limits):.1f}x")
     write_json(args.out, {"repeats": args.repeats, "options": args.options, "rows": rows})
     return 0 if total[0] == total[1] else 1
 

@@ -90,6 +90,9 @@ CONFIDENCE_DISTURBED = 0.75
 
 # Fewer steady-state batches than this: numbers are rough, and the report says so.
 MIN_STEADY_BATCHES = 10
+# The measuring limit a command's time is held to (``time_spent.limit_s``): one start of the script
+# and this many steady batches of each mode compared, what a verdict needs at the least.
+TIME_LIMIT_BATCHES = MIN_STEADY_BATCHES
 # A mode stops before --max-batches once the standard error of its throughput estimate (read from
 # consecutive rounds of one batch per worker) is within this share of it. Two runs of one setting
 # differ by 10-25% on a busy 2-core machine (docs/benchmarks.md): more batches in each run cannot

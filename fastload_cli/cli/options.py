@@ -54,6 +54,10 @@ OutputTo = Annotated[
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks for fastload errors.")]
 ShowOutput = Annotated[bool, typer.Option("--show-output", help="Stream the script's own output to stderr.")]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Say in the report where the command's time went (the JSON always does)."),
+]
 Keep = Annotated[
     list[str] | None,
     typer.Option("--keep-transform", help="no-aug: keep transforms of this class name (repeatable).", metavar="NAME"),
@@ -263,6 +267,7 @@ class Chatter:
     show_output: ShowOutput = False
     quiet: Quiet = False
     debug: Debug = False
+    verbose: Verbose = False
 
     def output(self) -> Output:
-        return Output(quiet=self.quiet, debug=self.debug, show_output=self.show_output)
+        return Output(quiet=self.quiet, debug=self.debug, show_output=self.show_output, verbose=self.verbose)

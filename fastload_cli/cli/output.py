@@ -31,6 +31,7 @@ class Output:
     quiet: bool = False
     debug: bool = False
     show_output: bool = False
+    verbose: bool = False  # the terminal report says where the command's time went
 
     @property
     def to_stdout(self) -> bool:

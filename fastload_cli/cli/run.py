@@ -10,6 +10,7 @@ import platform
 import secrets
 import signal
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -83,9 +84,10 @@ def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -
 
     nvml = open_nvml()
     try:
+        started = time.monotonic()
         with _terminate_as_interrupt() as terminated:
             outcome = _run_with_progress(base, planned, nvml, out)
-        report = make_report(command, base, outcome, nvml)
+        report = make_report(command, base, outcome, nvml, time.monotonic() - started)
     finally:
         if not isinstance(nvml, str):
             nvml.shutdown()
@@ -101,13 +103,14 @@ def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -
         judge(report, out)
 
 
-def make_report(command: Command, base: RunConfig, outcome: Outcome, nvml: Any) -> Report | None:
-    """The report, or None when an interrupted command measured no batch at all."""
+def make_report(command: Command, base: RunConfig, outcome: Outcome, nvml: Any, total_s: float) -> Report | None:
+    """The report, or None when an interrupted command measured no batch at all; ``total_s``: the
+    command's time, from its first run's start."""
     from fastload_cli.plan.report import build_report
 
     if outcome.interrupted and not any(r.batches for r in outcome.runs):
         return None
-    return build_report(command, base, outcome, _environment(outcome.runs, nvml))
+    return build_report(command, base, outcome, _environment(outcome.runs, nvml), total_s)
 
 
 def _environment(runs: Sequence[RunResult], nvml: Any) -> Environment:
@@ -177,7 +180,7 @@ def emit_report(report: Report, out: Output) -> None:
     for name, path in out.paths.items():
         write_document(FORMATS[name].render(report), path, FORMATS[name].title, out)
     if not out.to_stdout:
-        Console(highlight=False, markup=False).print(terminal.render(report))
+        Console(highlight=False, markup=False).print(terminal.render(report, verbose=out.verbose))
 
 
 def write_document(document: str, path: str, title: str, out: Output) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import search
+from fastload_cli.analyzer import search, time_spent
 from fastload_cli.analyzer.failures import describe_error
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import runs_of
-from fastload_cli.plan.step import Keep, Step
-from fastload_cli.records import Breakdown, FixSpec, Measured, RunResult, RunStatus, RunSummary
+from fastload_cli.plan.step import Keep, Part, Step
+from fastload_cli.records import Breakdown, FixSpec, Measured, RunResult, RunStatus, RunSummary, RunTime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,6 +27,7 @@ class Outcome:
     fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
     unverified: tuple[str, ...] = ()  # follow-up runs past diagnose's time budget ("cached", fix names)
     split_run: RunResult | None = None  # the split run, when one ran: the pipelines of the split in turns
+    timed: tuple[RunTime, ...] = ()  # where each process of the script spent its time, in the order they ran
 
     @property
     def runs(self) -> tuple[RunResult, ...]:
@@ -43,9 +44,16 @@ class Outcome:
         return replace(self, measured=self.measured[:-1])
 
 
-def recorded(outcome: Outcome, step: Step, found: Measured | None = None, raw: RunResult | None = None) -> Outcome:
+def recorded(
+    outcome: Outcome,
+    step: Step,
+    found: Measured | None = None,
+    raw: RunResult | None = None,
+    superseded: RunResult | None = None,
+) -> Outcome:
     """``outcome`` with ``step`` taken: its run (``found``, measured, or ``raw``, a breakdown run's)
-    joined as the step says, and what it sets."""
+    joined as the step says, what it sets, and where the run's time went (``superseded``: a run the
+    step made and measured again, a disturbed one)."""
     done = replace(outcome, taken=(*outcome.taken, step))
     if step.limits is not None:
         done = replace(done, limits=step.limits)
@@ -54,6 +62,7 @@ def recorded(outcome: Outcome, step: Step, found: Measured | None = None, raw: R
     run = found.run if found is not None else raw
     if run is None:
         return done
+    done = _timed(done, step, run, superseded)
     interrupted = run.status is RunStatus.INTERRUPTED
     if step.keep is Keep.BREAKDOWN:
         return replace(done, breakdown=None if interrupted else _breakdown(run), interrupted=interrupted)
@@ -69,6 +78,21 @@ def recorded(outcome: Outcome, step: Step, found: Measured | None = None, raw: R
     assert found is not None
     kept = done.without_last() if step.keep is Keep.AGAIN else done
     return replace(kept.adding(found), interrupted=interrupted)
+
+
+def _timed(outcome: Outcome, step: Step, run: RunResult, superseded: RunResult | None) -> Outcome:
+    """``outcome`` with where ``run`` (and ``superseded``) spent its time: a run measures again
+    what another did where its step says so, or where one of the two was superseded."""
+    again = step.keep is Keep.AGAIN or step.part is Part.AGAIN or superseded is not None
+    cut = runs_of(run, at_epochs=run_at_epochs(step)) if step.keep is Keep.IN_TURN else (run,)
+    found = [time_spent.of_run(run, time_spent.windows(cut), again=again)]
+    if superseded is not None:
+        found.insert(0, time_spent.of_run(superseded, time_spent.windows((superseded,)), again=True))
+    return replace(outcome, timed=(*outcome.timed, *found))
+
+
+def run_at_epochs(step: Step) -> bool:
+    return step.config is not None and step.config.child.turn_at_epochs
 
 
 def _breakdown(run: RunResult) -> Breakdown:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fastload_cli
-from fastload_cli.analyzer import analyze, split, trials
+from fastload_cli.analyzer import analyze, split, time_spent, trials
 from fastload_cli.analyzer.reading import read_ceiling
 from fastload_cli.analyzer.timelines import timeline
 from fastload_cli.config import RunConfig
@@ -11,8 +11,11 @@ from fastload_cli.plan.outcome import Outcome
 from fastload_cli.records import Command, Environment, Mode, Report
 
 
-def build_report(command: Command, base: RunConfig, outcome: Outcome, environment: Environment) -> Report:
-    """Analyse what was measured and assemble the report every output format renders."""
+def build_report(
+    command: Command, base: RunConfig, outcome: Outcome, environment: Environment, total_s: float | None = None
+) -> Report:
+    """Analyse what was measured and assemble the report every output format renders; ``total_s``:
+    the command's time so far, which the report accounts for (``time_spent``)."""
     analysis = analyze(outcome.runs, outcome.limits, outcome.breakdown, summaries=outcome.summaries)
     no_aug = next((r for r in outcome.runs if r.spec.mode is Mode.NO_AUG), None)
     facts = analysis.facts
@@ -35,6 +38,7 @@ def build_report(command: Command, base: RunConfig, outcome: Outcome, environmen
         timelines=tuple(timeline(run) for run in outcome.runs),
         fixes=trials.results(outcome.fixes, outcome.runs, outcome.summaries) if outcome.fixes else (),
         pathologies=analysis.pathologies,
+        time_spent=time_spent.account(outcome.timed, outcome.summaries, total_s),
         split=split.interleaved_split(outcome.split_run, facts.synthetic)
         or split.input_split(facts.real, facts.cached, facts.no_aug, facts.cached_no_aug, facts.synthetic),
     )

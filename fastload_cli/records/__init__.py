@@ -56,7 +56,7 @@ from fastload_cli.records.modes import (
     RunStatus,
     StopReason,
 )
-from fastload_cli.records.outcome import Measured
+from fastload_cli.records.outcome import Measured, RunTime
 from fastload_cli.records.protocol import CHANNEL_DIR_ENV, CHANNEL_FD_ENV, RUN_ID_ENV
 from fastload_cli.records.report import (
     INTERLEAVED,
@@ -76,6 +76,7 @@ from fastload_cli.records.report import (
     SweepPoint,
     SweepResult,
     Timeline,
+    TimeSpent,
     Verdict,
 )
 
@@ -132,6 +133,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunSummary",
+    "RunTime",
     "SamplerHealth",
     "ScriptError",
     "StopReason",
@@ -141,6 +143,7 @@ __all__ = [
     "SweepResult",
     "SystemSample",
     "TensorLeaf",
+    "TimeSpent",
     "Timeline",
     "Verdict",
     "setting_location",

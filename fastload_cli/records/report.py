@@ -349,6 +349,36 @@ class InputSplit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TimeSpent:
+    """Where a command's time went, in seconds, and the least time its verdict needs."""
+
+    total_s: float | None  # the command, from its start to its report
+    runs: int  # processes of the script started
+    starts_s: float  # the runs' starts of the script, to their first iter()
+    warmups_s: float  # the runs' warm-ups: workers started, warm-up batches, between settings in turn
+    measured_s: float  # the measured windows
+    ends_s: float  # after the windows: the stop, an epoch's end waited for, the shutdown
+    again_s: float  # of the runs' time, the runs that measured again what another run measured
+    breakdown_s: float  # the breakdown's run
+    # One start of the script and ``LIMIT_BATCHES`` steady batches of each mode compared at its own
+    # step time: what measuring the verdict's comparisons takes at least.
+    limit_s: float | None
+
+    @property
+    def fastload_s(self) -> float | None:
+        """fastload's own time between the runs: starting and stopping them, deciding the next."""
+        if self.total_s is None:
+            return None
+        spent = self.starts_s + self.warmups_s + self.measured_s + self.ends_s + self.breakdown_s
+        return max(0.0, self.total_s - spent)
+
+    @property
+    def over_limit(self) -> float | None:
+        """How many times the measuring limit the command took."""
+        return self.total_s / self.limit_s if self.total_s is not None and self.limit_s else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     command: Command
     script: str
@@ -369,6 +399,7 @@ class Report:
     fixes: tuple[FixResult, ...] = ()  # ``try``: each fix (and their combination) measured or refused
     split: InputSplit | None = None  # where the real run's time per batch goes, when cached ran
     pathologies: tuple[Pathology, ...] = ()  # named failures and slowdowns of the input pipeline
+    time_spent: TimeSpent | None = None  # where the command's time went
     schema: str = SCHEMA
 
     @classmethod

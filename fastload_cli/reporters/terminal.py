@@ -47,6 +47,7 @@ from fastload_cli.records import (
 )
 from fastload_cli.reporters.shown import shown
 from fastload_cli.reporters.sweep_table import sweep_lines
+from fastload_cli.reporters.time_spent import time_lines
 
 VERDICT_STYLE = {
     Bottleneck.CPU: "bold yellow",
@@ -63,11 +64,14 @@ BREAKDOWN_WIDTH = 30  # characters of a breakdown bar at a 100% share
 Section = Callable[[Report], list[RenderableType]]
 
 
-def render(report: Report) -> RenderableType:
+def render(report: Report, *, verbose: bool = False) -> RenderableType:
+    """The report as the terminal shows it; ``verbose``: where the command's time went, too."""
     report = shown(dataclasses.replace(report, timelines=()))  # strings from elsewhere, shown as text
     parts: list[RenderableType] = [_verdict(report.verdict, report)]
     for section in SECTIONS.values():
         parts.extend(section(report))
+    if verbose:
+        parts.extend(time_lines(report.time_spent))
     return Group(*parts)
 
 

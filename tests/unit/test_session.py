@@ -131,6 +131,8 @@ def test_a_disturbed_run_is_measured_again_and_the_quieter_kept(monkeypatch: pyt
     assert calls == ["real", "synthetic", "synthetic", "no-aug"]
     assert outcome.runs[1] is retry
     assert any("running it again" in n for n in notes)
+    # the time of both synthetic runs is accounted for, as runs that measured again
+    assert [t.again for t in outcome.timed] == [False, True, True, False]
 
 
 def test_a_real_run_without_batches_stops_the_sequence(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -92,6 +92,11 @@ def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_
     assert parts.index(Part.BREAKDOWN) > max(i for i, p in enumerate(parts) if p is Part.SWEEP)
     assert outcome.breakdown is not None and outcome.breakdown.items == 8
     assert Part.FOLLOW_UPS in parts and not outcome.unverified
+    # every run's time accounted for: its parts add up to its wall time
+    ran_steps = [s for s in steps if s.config is not None]
+    assert len(outcome.timed) == len(ran_steps)
+    assert all(min(t.start_s, t.warmup_s, t.measured_s, t.end_s) >= 0 for t in outcome.timed)
+    assert sum(t.measured_s for t in outcome.timed) > 0 and outcome.timed[-1].breakdown is False
     # one question per step, the analysis it reads computed once at most, and only where read
     assert max(analyses) == 1
     assert sum(analyses) < len(steps) / 2
