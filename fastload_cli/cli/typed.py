@@ -123,25 +123,17 @@ def _python(argv: list[str]) -> Typed:
 def _torchrun(argv: list[str], typed: str) -> Typed:
     """torchrun's options up to the script (or ``-m``/``--module`` and a module), then its args."""
     launch, argv = _options(argv, TORCHRUN_OPTIONS, TORCHRUN_FLAGS, typed)
-    module = bool(argv) and argv[0] in ("-m", "--module")
-    if module:
-        argv = argv[1:]
-    if not argv:
-        raise UsageError(f"{typed}: no training script named", FORMS)
+    target, module, args = _target(argv, typed)
     for name in INTEGERS:
         launch[name] = _integer(launch, name, typed)
-    return Typed(target=argv[0], module=module, args=tuple(argv[1:]), launch=launch, typed=typed)
+    return Typed(target=target, module=module, args=args, launch=launch, typed=typed)
 
 
 def _accelerate(argv: list[str]) -> Typed:
     """``accelerate launch``'s process counts and rendezvous, as torchrun's; one process is a plain run."""
     typed = "accelerate launch"
     given, argv = _options(argv, ACCELERATE_OPTIONS, ACCELERATE_FLAGS, typed)
-    module = bool(argv) and argv[0] in ("-m", "--module")
-    if module:
-        argv = argv[1:]
-    if not argv:
-        raise UsageError(f"{typed}: no training script named", FORMS)
+    target, module, args = _target(argv, typed)
     machines = _integer(given, "num_machines", typed) or 1
     processes = _integer(given, "num_processes", typed) or 1
     launch: dict[str, object] = {}
@@ -151,7 +143,17 @@ def _accelerate(argv: list[str]) -> Typed:
         launch |= {mapped[k]: v for k, v in given.items() if k in mapped and v is not None}
         for name in ("node_rank", "master_port"):
             launch[name] = _integer(launch, name, typed)
-    return Typed(target=argv[0], module=module, args=tuple(argv[1:]), launch=launch, typed=typed)
+    return Typed(target=target, module=module, args=args, launch=launch, typed=typed)
+
+
+def _target(argv: list[str], typed: str) -> tuple[str, bool, tuple[str, ...]]:
+    """What a launcher's line runs after its options: a script, or ``-m``/``--module`` and a
+    module; then its arguments."""
+    module = bool(argv) and argv[0] in ("-m", "--module")
+    rest = argv[1:] if module else argv
+    if not rest:
+        raise UsageError(f"{typed}: no training script named", FORMS)
+    return rest[0], module, tuple(rest[1:])
 
 
 def _options(
