@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.window import NS, steady_steps
-from fastload_cli.records import Mode, RunResult, RunSummary, RunTime, TimeSpent
+from fastload_cli.records import Mode, ModeSpec, RunResult, RunSummary, RunTime, TimeSpent
 
 UNCOMPARED = (Mode.BREAKDOWN, Mode.SPLIT, Mode.IN_PROCESS)  # runs whose figures are no mode's to compare
 
@@ -70,10 +70,10 @@ def account(times: Sequence[RunTime], summaries: Sequence[RunSummary], total_s: 
 def limit_s(times: Sequence[RunTime], summaries: Sequence[RunSummary]) -> float | None:
     """One start of the script (the first run's) and ``TIME_LIMIT_BATCHES`` steady batches of each
     mode compared, at its own step time (its first run's median step); None before a run measured."""
-    steps: dict[str, float] = {}
+    steps: dict[ModeSpec, float] = {}
     for s in summaries:
         if s.spec.mode not in UNCOMPARED and s.step_ms_p50 is not None:
-            steps.setdefault(s.mode + (f" {s.variant}" if s.variant else ""), s.step_ms_p50)
+            steps.setdefault(s.spec, s.step_ms_p50)
     if not times or not steps:
         return None
     return times[0].start_s + th.TIME_LIMIT_BATCHES * sum(steps.values()) / 1000

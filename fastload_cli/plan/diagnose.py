@@ -18,14 +18,13 @@ from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
-from fastload_cli.plan.runs import breakdown_step, mode_step, split_step
+from fastload_cli.plan.runs import CACHING, breakdown_step, mode_step, split_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Part, Step
 from fastload_cli.plan.sweep import search_step
 from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
-CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
 
 

@@ -18,12 +18,11 @@ from fastload_cli.analyzer.trials import cuda_available, to_verify
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import DEFAULT_FOLLOW_UP_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S, RunConfig
 from fastload_cli.plan.parts import Decide
-from fastload_cli.plan.runs import mode_step, split_step
+from fastload_cli.plan.runs import CACHING, mode_step, split_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import FollowUp, Part, Step
 from fastload_cli.records import Bottleneck, Mode, ModeSpec, RunResult
 
-CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
 # The fix that a verdict's cause names first, verified as a pathology's is: pinned memory is what
 # every guide says for copies to the GPU, and a run measures whether it helps this script (a batch
 # handed over by workers must still be copied into pinned memory, on one thread).

@@ -62,7 +62,10 @@ def recorded(
     run = found.run if found is not None else raw
     if run is None:
         return done
-    done = _timed(done, step, run, superseded)
+    cut: tuple[RunResult, ...] = (run,)  # the settings' runs an in-process run measured in turn, or itself
+    if step.keep is Keep.IN_TURN and step.config is not None:
+        cut = runs_of(run, at_epochs=step.config.child.turn_at_epochs)
+    done = _timed(done, step, run, cut, superseded)
     interrupted = run.status is RunStatus.INTERRUPTED
     if step.keep is Keep.BREAKDOWN:
         return replace(done, breakdown=None if interrupted else _breakdown(run), interrupted=interrupted)
@@ -70,9 +73,7 @@ def recorded(
         return replace(done, split_run=run, interrupted=interrupted)
     if step.keep is Keep.IN_TURN:
         assert step.config is not None
-        turns = step.config.child.turns
-        cut = runs_of(run, at_epochs=step.config.child.turn_at_epochs)
-        short = done.in_process_short or len(cut) < len(turns)
+        short = done.in_process_short or len(cut) < len(step.config.child.turns)
         each = (Measured(r, summarize(r)) for r in cut)
         return replace(done.adding(*each), interrupted=interrupted, in_process_short=short)
     assert found is not None
@@ -80,19 +81,17 @@ def recorded(
     return replace(kept.adding(found), interrupted=interrupted)
 
 
-def _timed(outcome: Outcome, step: Step, run: RunResult, superseded: RunResult | None) -> Outcome:
-    """``outcome`` with where ``run`` (and ``superseded``) spent its time: a run measures again
-    what another did where its step says so, or where one of the two was superseded."""
+def _timed(
+    outcome: Outcome, step: Step, run: RunResult, cut: tuple[RunResult, ...], superseded: RunResult | None
+) -> Outcome:
+    """``outcome`` with where ``run`` (``cut``: the settings' runs it measured in turn, or itself)
+    and ``superseded`` spent their time: a run measures again what another did where its step
+    says so, or where one of the two was superseded."""
     again = step.keep is Keep.AGAIN or step.part is Part.AGAIN or superseded is not None
-    cut = runs_of(run, at_epochs=run_at_epochs(step)) if step.keep is Keep.IN_TURN else (run,)
     found = [time_spent.of_run(run, time_spent.windows(cut), again=again)]
     if superseded is not None:
         found.insert(0, time_spent.of_run(superseded, time_spent.windows((superseded,)), again=True))
     return replace(outcome, timed=(*outcome.timed, *found))
-
-
-def run_at_epochs(step: Step) -> bool:
-    return step.config is not None and step.config.child.turn_at_epochs
 
 
 def _breakdown(run: RunResult) -> Breakdown:

@@ -23,6 +23,8 @@ from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason
 
+CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
+
 
 def prepared(config: RunConfig) -> RunConfig:
     """``config`` as it runs: a mode ends once its estimate is stable (an in-process run's

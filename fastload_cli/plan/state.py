@@ -15,7 +15,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.config import RunConfig
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.step import Part, Step
-from fastload_cli.records import Mode, RunResult
+from fastload_cli.records import RunResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,10 +44,6 @@ class State:
     @property
     def runs(self) -> tuple[RunResult, ...]:
         return self.outcome.runs
-
-    @property
-    def real(self) -> RunResult | None:
-        return next((r for r in self.runs if r.spec.mode is Mode.REAL), None)
 
     @property
     def multi_node(self) -> bool:

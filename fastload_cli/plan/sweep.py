@@ -10,7 +10,7 @@ from fastload_cli.analyzer import search
 from fastload_cli.analyzer.trials import cuda_available
 from fastload_cli.config import RunConfig
 from fastload_cli.plan.outcome import Outcome
-from fastload_cli.plan.parts import next_in
+from fastload_cli.plan.parts import next_in, queued
 from fastload_cli.plan.runs import mode_step, run_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
@@ -81,7 +81,5 @@ class Sweep:
                 state.search_state, self.prefetch_factors, self.pin_both, cuda_available(state.runs)
             )
             return Step(part=Part.VARIANTS, notes=tuple((None, n) for n in found.notes), variants=found.steps)
-        planned = taken[0].variants
-        if len(taken) > len(planned):
-            return None
-        return searched(planned[len(taken) - 1], state.base, Part.VARIANTS)
+        variant = queued(taken, taken[0].variants)
+        return searched(variant, state.base, Part.VARIANTS) if variant is not None else None

@@ -10,7 +10,7 @@ from fastload_cli.analyzer.trials import cuda_available, refusal
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import RunConfig
 from fastload_cli.plan.outcome import Outcome
-from fastload_cli.plan.parts import next_in
+from fastload_cli.plan.parts import next_in, queued
 from fastload_cli.plan.runs import mode_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import FollowUp, Part, Step
@@ -70,8 +70,7 @@ class TryFixes:
             planned = fix_runs(self.fixes, state.runs)
             notes = tuple((None, note) for note in planned.notes)
             return Step(part=Part.FIXES, notes=notes, planned=tuple(FollowUp(spec=s) for s in planned.specs))
-        planned_runs = taken[0].planned
-        if len(taken) > len(planned_runs):
+        fix = queued(taken, taken[0].planned)
+        if fix is None:
             return None
-        spec = planned_runs[len(taken) - 1].spec
-        return mode_step(state, spec, state.with_cache(state.base).with_mode(spec), Part.FIXES)
+        return mode_step(state, fix.spec, state.with_cache(state.base).with_mode(fix.spec), Part.FIXES)
