@@ -40,14 +40,30 @@ class Cumulative:
 def proc_series(
     samples: tuple[HostSample, ...], role: ProcRole, value: Callable[[ProcSample], float | None]
 ) -> list[Cumulative] | None:
-    """One series per process of ``role``; None when no such process had a readable value."""
+    """One series per process of ``role``; None when no such process had a readable value.
+
+    A process has one role for its life: a DataLoader worker sampled before the child named it
+    is a worker from its start. Its counters were 0 when it started, so a window before its
+    first sample reads what it spent from its start, not nothing."""
     points: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    roles: dict[int, ProcRole] = {}
+    started: dict[int, int] = {}
     for sample in samples:
         for proc in sample.procs:
-            found = value(proc) if proc.role is role else None
-            if found is not None:
-                points[proc.pid].append((sample.t_ns, found))
-    return [Cumulative(p) for p in points.values()] or None
+            if proc.role is not ProcRole.OTHER or proc.pid not in roles:
+                roles[proc.pid] = proc.role
+            if proc.started_ns is not None:
+                started[proc.pid] = proc.started_ns
+            reading = value(proc)
+            if reading is not None:
+                points[proc.pid].append((sample.t_ns, reading))
+    series = []
+    for pid, found in points.items():
+        if roles[pid] is role:
+            first = min(found)[0]
+            start = [(started[pid], 0.0)] if started.get(pid, first) < first else []
+            series.append(Cumulative(start + found))
+    return series or None
 
 
 Reading = Callable[[ProcSample], float | None]

@@ -190,6 +190,8 @@ class ProcSample:
     unique_bytes: int | None = None
     thread_cpu_s: tuple[tuple[int, float], ...] = ()  # (thread id, cumulative CPU seconds) for each thread
     minor_faults: int | None = None  # cumulative: pages touched first, or copied from the parent on a write
+    # When the process started, on the sampler's clock: its cumulative counters were 0 then.
+    started_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

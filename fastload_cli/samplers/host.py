@@ -49,6 +49,7 @@ class HostSampler:
         self._tick = 0
         self._all_unique = False  # the sample being taken reads every worker's unique memory
         self._disk_read_bytes: int | None = None
+        self._started: dict[int, int | None] = {}  # pid: when it started, on the monotonic clock
         self._ticker: Ticker[HostSample] = Ticker(
             self.sample, interval_s, "fastload-host-sampler", cpu_budget=SAMPLING_CPU_BUDGET
         )
@@ -161,6 +162,7 @@ class HostSampler:
             kernel_cpu_s=cpu.system,
             blocked=blocked,
             unique_bytes=own,
+            started_ns=self._started_ns(proc.pid),
             **found,
         )
 
@@ -193,6 +195,17 @@ class HostSampler:
             self._unavailable.setdefault(name, _why(exc))
             return None
 
+    def _started_ns(self, pid: int) -> int | None:
+        """When the process started, on the monotonic clock; read once a process."""
+        if pid not in self._started:
+            try:
+                self._started[pid] = _started_ns(pid)
+            except (OSError, ValueError, IndexError, AttributeError) as exc:  # gone, or not Linux
+                self._started[pid] = None
+                if not isinstance(exc, FileNotFoundError):
+                    self._unavailable.setdefault("started", _why(exc))
+        return self._started[pid]
+
     def _runq(self, pid: int) -> float | None:
         """Seconds the process's main thread was runnable but waiting for a CPU."""
         try:
@@ -224,6 +237,15 @@ def _minor_faults(pid: int) -> int:
         raise psutil.NoSuchProcess(pid) from None
     except (OSError, ValueError, IndexError) as exc:  # not Linux, or a stat line of another make
         raise NotImplementedError(str(exc) or type(exc).__name__) from exc
+
+
+def _started_ns(pid: int) -> int:
+    """When the process started, on the monotonic clock: /proc/PID/stat's ``starttime`` (clock
+    ticks since boot) against the boot-time clock read now."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])
+    since_boot_ns = ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return time.monotonic_ns() - (time.clock_gettime_ns(time.CLOCK_BOOTTIME) - since_boot_ns)
 
 
 def _disk_read_bytes() -> int:

@@ -439,3 +439,22 @@ def test_a_caveat_many_runs_raise_alike_is_said_once_with_the_runs_named() -> No
         "The real, synthetic and workers=4 runs measured only 4-5 steady-state batches: figures are rough."
     ]
     assert len(said) == len(set(said))
+
+
+def test_a_process_found_late_counts_its_cpu_from_its_start_under_the_role_it_was_found_to_have() -> None:
+    from fastload_cli.analyzer.counters import role_delta, tree_delta
+    from fastload_cli.records import HostSample, ProcRole, ProcSample, SystemSample
+
+    def sample(t: int, role: ProcRole, cpu_s: float) -> HostSample:
+        proc = ProcSample(pid=7, role=role, cpu_s=cpu_s, runq_s=None, rss_bytes=None, read_bytes=None, started_ns=50)
+        return HostSample(
+            t_ns=t, procs=(proc,), system=SystemSample(busy_s=0.0, idle_s=0.0, iowait_s=None, disk_read_bytes=None)
+        )
+
+    # a DataLoader worker started at 50, first sampled at 150 before the child named it a worker,
+    # then at 250 as one: its CPU time from its start on is the worker's, counted once
+    samples = (sample(150, ProcRole.OTHER, 1.5), sample(250, ProcRole.WORKER, 2.5))
+    cpu = lambda p: p.cpu_s  # noqa: E731
+    assert role_delta(samples, ProcRole.WORKER, [(100, 200)], cpu) == pytest.approx(2.0 - 0.75)
+    assert role_delta(samples, ProcRole.OTHER, [(0, 300)], cpu) is None
+    assert tree_delta(samples, [(0, 300)], cpu) == pytest.approx(2.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import sys
 import time
 import types
@@ -29,6 +30,23 @@ def test_host_sample_reads_this_process() -> None:
     assert second.system.busy_s >= first.system.busy_s
     assert main[0].rss_bytes and main[0].rss_bytes > 0
     assert main[0].blocked is False  # running its own sample, not blocked on storage
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/stat, Linux only")
+def test_a_process_is_read_for_when_it_started_on_the_samplers_clock() -> None:
+    before = time.monotonic_ns()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        time.sleep(0.2)
+        sampler = HostSampler(child.pid, 0.05)
+        (found,) = sampler.sample().procs
+        tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")  # the kernel keeps it in clock ticks
+        assert (
+            found.started_ns is not None and before - tick_ns <= found.started_ns <= time.monotonic_ns() - 150_000_000
+        )
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_reported_workers_get_the_worker_role() -> None:
