@@ -1,4 +1,4 @@
-"""The script's own setting against fewer workers, over whole epochs, as training pays for them.
+"""The script's own setting against fewer or more workers, over whole epochs, as training pays for them.
 
 A steady window leaves out each epoch's start: workers that do not persist start again every
 epoch, their first batches arrive at once while the step runs beside that burst, and the epoch
@@ -16,6 +16,10 @@ one-sided bound on it: from the pairs, their order taken out (``paired``), or fr
 settings' runs differ (``gain_noise``). The bound leaves chance a 10% share, split between the
 settings with fewer workers compared (``quantile``): the best of two is the best by chance more
 often than one alone.
+
+More workers take longer to start every epoch: where the steady windows found a setting with more
+workers faster, on epochs as short, it is measured against the script's own in the same pairs,
+and advised by what they measured, start-ups included.
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -47,7 +51,7 @@ NS = 1e9
 
 @dataclass(frozen=True, slots=True)
 class Decided:
-    """The setting with fewer workers that did best over whole epochs, against the script's own."""
+    """The setting that did best over whole epochs, against the script's own."""
 
     workers: int
     gain: float  # its rate over the script's own
@@ -71,23 +75,49 @@ class Decided:
 
 
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
-    """The settings to measure over whole epochs: the script's own, the fastest setting with fewer
-    workers that the steady windows did not find slower than it, and 0 workers whatever they found
-    (a steady window leaves out exactly what 0 workers saves); none unless the loaders compete with
-    the step (``down``), their workers start again every epoch, and an epoch is short enough for its
-    start to matter yet leaves a steady window at the script's setting."""
+    """The settings to measure over whole epochs, the script's own first; none unless its workers
+    start again every epoch and an epoch is short enough for its start to matter yet leaves a
+    steady window at the script's setting. Where the loaders compete with the step (``down``): the
+    fastest setting with fewer workers that the steady windows did not find slower than it, and 0
+    workers whatever they found (a steady window leaves out exactly what 0 workers saves).
+    Otherwise: settings with more workers found faster (``_more``), whose workers take longer to
+    start every epoch than the script's own."""
     epoch = limits.epoch_batches
-    if not down or not current or limits.persistent_workers or limits.grid is not None or not epoch:
+    if current is None or limits.persistent_workers or limits.grid is not None or not epoch:
         return []
     if epoch > EPOCHS_MAX_BATCHES or limits.too_many(current) is not None:
         return []
     measured = plain(points)
-    own, none = measured.get(current), measured.get(0)
-    if own is None or none is None or not throughput(own) or not throughput(none):
+    own = measured.get(current)
+    if own is None or not throughput(own):
+        return []
+    if not down:
+        more = _more(measured, own, limits)
+        return [current, *more] if more else []
+    none = measured.get(0)
+    if not current or none is None or not throughput(none):
         return []
     fewer = [p for w, p in measured.items() if 0 < w < current and throughput(p) and not beats(measured, own, p)]
     fastest = [max(fewer, key=throughput).workers] if fewer else []
     return [current, *fastest, 0]
+
+
+def _more(measured: dict[int, SweepPoint], own: SweepPoint, limits: Limits) -> list[int]:
+    """Settings with more workers than ``own`` worth measuring against it over whole epochs: the one
+    the steady windows would advise (the fewest workers within ``SWEEP_PREFER_FEWER_WITHIN`` of the
+    fastest) where it beats ``own`` beyond the noise; and the fastest of those whose epoch had no
+    steady window, measured over whole epochs with their start-ups, where it read faster than
+    ``own``'s steady window, which leaves its start-ups out (the two readings are not alike)."""
+    ok = usable(measured.values())
+    best = max(ok, key=throughput)
+    near = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
+    chosen = min(near, key=lambda p: p.workers)
+    found = [chosen.workers] if chosen.workers > own.workers and beats(measured, chosen, own) else []
+    whole = [p for p in ok if p.workers > own.workers and limits.too_many(p.workers) is not None]
+    fastest = max(whole, key=throughput, default=None)
+    if fastest is not None and throughput(fastest) > throughput(own) and fastest.workers not in found:
+        found.append(fastest.workers)
+    return found
 
 
 def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
@@ -187,28 +217,28 @@ def epoch_rates(run: RunResult, epoch: int, count: int = EPOCHS_MEASURED) -> tup
 
 
 def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None:
-    """The setting with fewer workers that did best over whole epochs (the fewest within
+    """The setting other than the script's own that did best over whole epochs (the fewest within
     ``SWEEP_PREFER_FEWER_WITHIN`` of the best), against the script's own measured alike, its bound
-    shared among the settings with fewer workers so measured; None where they were not measured so."""
+    shared among the settings so measured; None where they were not measured so."""
     found = {p.workers: p for p in usable(per_setting(points)) if p.variant == EPOCHS_VARIANT}
-    own = found.get(current) if current else None
+    own = found.get(current) if current is not None else None
     steady = plain(points)  # the settings the advice can name: measured in a steady window too
-    fewer = [p for w, p in found.items() if current is not None and w < current and w in steady]
-    if own is None or not fewer or not throughput(own):
+    others = [p for w, p in found.items() if w != current and w in steady]
+    if own is None or not others or not throughput(own):
         return None
-    top = max(fewer, key=throughput)
+    top = max(others, key=throughput)
     chosen = min(
-        (p for p in fewer if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
+        (p for p in others if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
         key=lambda p: p.workers,
     )
     runs = [p for p in points if p.variant == EPOCHS_VARIANT]
-    pairs = noise.paired(runs, own.workers, chosen.workers, compared=len(fewer))
+    pairs = noise.paired(runs, own.workers, chosen.workers, compared=len(others))
     if pairs is not None:
         return Decided(chosen.workers, *pairs)
     bound = noise.gain_noise(
         [throughput(p) for p in usable(runs) if p.workers == current],
         [throughput(p) for p in usable(runs) if p.workers == chosen.workers],
-        compared=len(fewer),
+        compared=len(others),
     )
     if bound is None:  # one run of each: how far each run's epochs differ is all there is
         bound = max(own.spread or 0.0, chosen.spread or 0.0)

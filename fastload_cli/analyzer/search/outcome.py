@@ -50,7 +50,8 @@ def conclude(
     held_back = _after_a_dip(measured, top, base)  # before top falls back to the script's own setting
     gain = throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None
     whole = epochs.decided(points, current) if base is not None else None
-    if whole is not None and (not significant or top.workers < (current or 0)):  # fewer workers: whole epochs
+    # whole epochs decide fewer workers, and more where they measured them: start-ups included
+    if whole is not None and (not significant or top.workers < (current or 0) or whole.workers == top.workers):
         picked, significant = measured[whole.workers], whole.told_apart
         chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
     significant = significant and gain is not None and gain / (1 + spread) >= th.SWEEP_MIN_PROMISE
@@ -144,6 +145,16 @@ def conclusion(result: SweepResult) -> str:
             f"noise (±{100 * result.noise:.0f}%){memory}."
         )
     if result.speedup is not None:
+        more = sorted(
+            {p.workers for p in result.points if p.variant == epochs.EPOCHS_VARIANT} - {result.current_workers}
+        )
+        more = [w for w in more if w > (result.current_workers or 0)]
+        if more:  # steady windows found more workers faster; whole epochs, start-ups included, did not
+            return (
+                f"Keep num_workers={result.current_workers}: num_workers={more[-1]} was faster in steady windows, but "
+                f"not by {th.SWEEP_MIN_PROMISE:.2f}x over whole epochs once the runs' noise is taken off, each "
+                "epoch's worker start-up included (persistent_workers=True starts them once)."
+            )
         return (
             f"Keep num_workers={result.current_workers}: no setting measurably faster (none beats it by "
             f"{th.SWEEP_MIN_PROMISE:.2f}x once the runs' noise is taken off)."

@@ -37,11 +37,11 @@ AGAIN_AFTER_FIRST_EPOCH = "measuring again after the first epoch, like the setti
 AGAIN_LONGER = "its first run swung across its window: measuring again, over a longer window"
 AGAIN_IN_WHOLE_EPOCHS = "an epoch is too short for a steady window at this setting: measuring whole epochs"
 AGAIN_OVER_EPOCHS = (
-    "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
+    "{which} workers than {own} may train faster, and each epoch starts its workers again: measuring "
     "{workers} over whole epochs, their start-ups included"
 )
 IN_TURN_OVER_EPOCHS = (
-    "fewer workers than {own} may train faster, and each epoch starts its workers again: measuring "
+    "{which} workers than {own} may train faster, and each epoch starts its workers again: measuring "
     "an epoch with num_workers={first}, then one with {then}, in one run, their start-ups included"
 )
 
@@ -95,6 +95,8 @@ def _over_epochs(state: State, workers: int) -> Step:
     of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
     warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
     pair = epochs.pending(state.points, state.limits, state.current, down=state.loaders_compete)[:2]
+    found = epochs.candidates(state.points, state.limits, state.current, down=state.loaders_compete)
+    which = "more" if max(found, default=0) > (state.current or 0) else "fewer"
     if len(set(pair)) == 2 and pair[0] == workers and not state.sizing.job and not state.in_process_short:
         epoch = batches // epochs.EPOCHS_MEASURED
         return Step(
@@ -104,9 +106,9 @@ def _over_epochs(state: State, workers: int) -> Step:
             turns=((pair[0], warmup + epoch), (pair[1], epoch)),
             fixed=True,
             at_epochs=True,
-            note=IN_TURN_OVER_EPOCHS.format(own=state.current, first=pair[0], then=pair[1]),
+            note=IN_TURN_OVER_EPOCHS.format(which=which, own=state.current, first=pair[0], then=pair[1]),
         )
-    note = AGAIN_OVER_EPOCHS.format(own=state.current, workers=counted(workers, "worker"))
+    note = AGAIN_OVER_EPOCHS.format(which=which, own=state.current, workers=counted(workers, "worker"))
     spec = ModeSpec(mode=Mode.WORKERS, workers=workers)
     return Step(specs=(spec,), warmup=warmup, max_batches=batches, fixed=True, note=note)
 

@@ -321,3 +321,62 @@ def test_a_gain_after_a_slower_setting_that_whole_epochs_measured_again_carries_
         found = outcome.conclude([*measured, pt(0, zero, spread=0.02, variant=WHOLE_EPOCHS)], 2, SHORT, cpu_count=2)
         assert found is not None and found.recommended_workers == advised
         assert not any("measuring both again" in caveat for caveat in found.caveats)
+
+
+MID = Limits(epoch_batches=64)  # up to 8 workers have a steady window in an epoch, 10 do not
+
+
+def more_workers_faster() -> list[SweepPoint]:
+    """After the first epoch: in steady windows 8 workers 1.67x the script's 2, the loop no longer
+    waiting, 6 workers short of it; 10 workers, over whole epochs (no steady window), 1.68x."""
+    return [
+        twice(pt(2, 300.0, spread=0.05)),
+        twice(pt(6, 420.0, spread=0.05, wait=0.15)),
+        twice(pt(8, 500.0, spread=0.05, wait=0.02)),
+        twice(pt(10, 505.0, spread=0.05, wait=0.02)),
+    ]
+
+
+def test_more_workers_found_faster_are_measured_against_the_own_setting_in_whole_epoch_pairs() -> None:
+    # each short epoch starts the workers again, and a steady window leaves that out: more workers
+    # take longer to start, so the setting the windows found is paired with the own one; and so is
+    # the fastest setting read over whole epochs, start-ups included, unlike the own steady window
+    points = more_workers_faster()
+    asked = []
+    while (workers := epochs.wanted(points, MID, 2, down=False)) is not None and len(asked) < 10:
+        asked.append(workers)
+        points.append(pt(workers, 280.0 if workers == 2 else 300.0, spread=0.01, variant=WHOLE_EPOCHS))
+    assert asked == [2, 8, 8, 2, 2, 10, 10, 2]
+    # the pair takes an epoch each in one run of the script, told so
+    loader = dataclasses.replace(b.loader(2), dataset_len=64 * 32)
+    curve = Curve(points=tuple((n, 60.0 * n) for n in range(9)), best=8, limit="the cores")
+    state = State(
+        points=tuple(more_workers_faster()), current=2, loader=loader, limits=dataclasses.replace(MID, max_workers=10),
+        prediction=curve, cpu_count=16, measured_any=True, loaders_compete=False,
+    )  # fmt: skip
+    found = step.next_step(state)
+    assert found is not None and found.at_epochs and found.turns == ((2, 64 + 64), (8, 64))
+    assert "more workers than 2" in found.note and "start-ups included" in found.note
+    # workers that persist, a long epoch, a grid asked for, nothing faster: steady windows say enough
+    for limits in (dataclasses.replace(MID, persistent_workers=True), Limits(epoch_batches=500)):
+        assert epochs.wanted(more_workers_faster(), limits, 2, down=False) is None
+    assert epochs.wanted(more_workers_faster(), dataclasses.replace(MID, grid=(2, 6, 8)), 2, down=False) is None
+    assert epochs.wanted(more_workers_faster()[:1], MID, 2, down=False) is None
+
+
+def paired_with_8(*rates: float) -> list[SweepPoint]:
+    """The steady windows of ``more_workers_faster``, then whole epochs: own, 8, 8, own at ``rates``."""
+    whole = [pt(w, r, spread=0.02, variant=WHOLE_EPOCHS) for w, r in zip((2, 8, 8, 2), rates, strict=True)]
+    return [*more_workers_faster(), *whole]
+
+
+def test_more_workers_are_advised_by_what_whole_epochs_measured_their_start_ups_included() -> None:
+    found = outcome.conclude(paired_with_8(280.0, 400.0, 400.0, 282.0), 2, MID, cpu_count=16)  # 1.43x
+    assert found is not None and found.significant and found.recommended_workers == 8
+    assert found.speedup == pytest.approx(400 / 281, rel=0.01)  # not the steady windows' 1.67x
+    assert "over whole epochs, each one's worker start-up included" in found.conclusion
+    # the workers' start-ups eat the steady windows' gain: the own setting is kept
+    kept = outcome.conclude(paired_with_8(280.0, 285.0, 283.0, 281.0), 2, MID, cpu_count=16)
+    assert kept is not None and not kept.significant and kept.recommended_workers == 2
+    assert kept.conclusion.startswith("Keep num_workers=2: num_workers=8 was faster in steady windows, but not")
+    assert "worker start-up included (persistent_workers=True starts them once)" in kept.conclusion

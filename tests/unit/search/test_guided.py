@@ -12,7 +12,7 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search import guided, outcome, sizing, step
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.predict import Curve
-from fastload_cli.records import Mode, ModeSpec, SweepPoint
+from fastload_cli.records import WHOLE_EPOCHS, Mode, ModeSpec, SweepPoint
 from tests.unit import builders as b
 from tests.unit.search.sweeps import Model, latency_bound, pt
 
@@ -24,7 +24,8 @@ def curve(best: int, top: int = 32) -> Curve:
 def verify(
     model: Model, limits: Limits, current: int, predicted: Curve, down: bool = False, busy: float = 0.5
 ) -> list[int]:
-    """The settings the guided search measures after the script's own, in order (no confirmations).
+    """The settings the guided search measures after the script's own in steady windows, in order (no
+    confirmations; settings it then measures over whole epochs are not listed).
     The loop waits for data in proportion to what a setting falls short of the model's plateau
     (the step's rate); the cores are ``busy``."""
     limits = dataclasses.replace(limits, confirm=False)
@@ -35,10 +36,11 @@ def verify(
 
     points = [measured(current)]
     for _ in range(20):
-        nxt = guided.plan(points, limits, current, predicted, down=down).workers
-        if nxt is None:
-            return [p.workers for p in points[1:]]
-        points.append(measured(nxt))
+        found = guided.plan(points, limits, current, predicted, down=down)
+        if found.workers is None:
+            return [p.workers for p in points[1:] if p.variant is None]
+        point = measured(found.workers)
+        points.append(dataclasses.replace(point, variant=WHOLE_EPOCHS) if found.whole_epochs else point)
     raise AssertionError("the search did not end")
 
 

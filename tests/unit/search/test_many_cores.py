@@ -52,3 +52,25 @@ def test_the_search_keeps_climbing_while_the_loop_waits_beside_idle_cores() -> N
     curve = model.recorded_curve()  # returns predicted to end at 6
     found = model.run_search(host, random.Random(1), curve)
     assert found.chosen >= 40 and found.ratio >= 0.9 and found.settings <= 4
+
+
+@pytest.mark.parametrize("cores", [8, 16])
+def test_on_short_epochs_that_start_their_workers_again_more_workers_are_promised_what_training_gets(
+    cores: int,
+) -> None:
+    # epochs of 42 batches, each waiting for its workers to start (more workers, longer): a steady
+    # window leaves that out, so the advice rests on whole epochs against the script's own
+    found = [
+        model.run_search(host, random.Random(seed))
+        for own in (2, 4, 8)
+        for host in model.family(cores, 0.05, own, epoch=42)
+        for seed in range(3)
+    ]
+    held = [r.held for r in found if r.held is not None]
+    assert held and sum(held) >= 0.9 * len(held), f"{sum(held)}/{len(held)}"
+    assert max(r.settings for r in found) <= 4
+
+
+def test_the_recorded_host_with_its_short_epochs_is_advised_at_least_12_workers() -> None:
+    found = model.run_search(model.RECORDED_SHORT, random.Random(0), model.recorded_curve())
+    assert found.chosen >= 12 and found.settings <= 4 and found.held
