@@ -137,6 +137,7 @@ class FindingKind(enum.Enum):
     TRANSFER = "transfer"  # the step with its batch already on the GPU against copied from the host
     SWEEP = "sweep"  # what a num_workers sweep measured
     NO_GAIN = "no-gain"  # a measured recommendation whose runs leave it no gain beyond their noise
+    CHANGES_THE_DATA = "changes-the-data"  # a fix whose run fed training other batches than the script's own
     STRAGGLER = "straggler"  # a data-parallel job's rank that holds the others back, and why
     STRAGGLER_FREED = "straggler-freed"  # what the job gained with the straggler's input pipeline free
 

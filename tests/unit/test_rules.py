@@ -519,3 +519,22 @@ def test_whole_batch_advice_stays_when_the_ceiling_cannot_resolve_the_handoff() 
     found = fire(rec.whole_batches, f)
     assert found is not None and found.expected_speedup is None
     assert "index-whole-batches" in [r.id for r in b.recommended(f, v)]
+
+
+def test_a_fix_whose_run_fed_training_other_batches_is_never_advised_however_fast() -> None:
+    f = facts(busy=0.1, epoch_startup_s=(40.0, 42.0), startup_busy=0.05)
+    changed = dataclasses.replace(
+        tried("persistent-workers", 1.6),
+        same_batches=False,
+        batches="changes the batches: batch 0 holds list[2], the unchanged script's list[3]",
+    )
+    unsafe = dataclasses.replace(f, tried=(changed,))
+    ranked, said = rec.advise(unsafe, decide(unsafe))
+    assert "persistent-workers" not in {r.id for r in ranked}
+    assert [s.kind for s in said] == [FindingKind.CHANGES_THE_DATA]
+    assert said[0].sentence.startswith("Measured 1.60x, not advised: keep the workers between epochs")
+    assert "the run with persistent-workers applied changes the batches: batch 0 holds list[2]" in said[0].sentence
+    # the same batches, or nothing compared: advice as before
+    for same in (True, None):
+        kept = dataclasses.replace(f, tried=(dataclasses.replace(changed, same_batches=same),))
+        assert "persistent-workers" in {r.id for r in b.recommended(kept, decide(kept))}

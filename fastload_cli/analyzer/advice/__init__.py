@@ -18,7 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.advice.promises import held, inside_noise, no_gain, read_faster, tried_without_gain, verified
+from fastload_cli.analyzer.advice.promises import (
+    changes_the_data,
+    held,
+    inside_noise,
+    no_gain,
+    read_faster,
+    tried_on_other_data,
+    tried_without_gain,
+    verified,
+)
 from fastload_cli.analyzer.advice.samples import (
     augmentation_to_gpu,
     cheaper_augmentation,
@@ -70,14 +79,18 @@ def advise(
     """Every rule that fires, and ``more`` (a pathology's fix): a num_workers setting a sweep
     measured first (a one-line change with a measured gain), then measured ones, then by expected
     gain; and, as evidence, those whose runs measured no gain beyond their noise (``no_gain``),
-    except a pathology's fix that its run read faster: the pathology advises it (``held``)."""
+    except a pathology's fix that its run read faster: the pathology advises it (``held``); and
+    those whose runs fed training other batches (``changes_the_data``), never advice."""
     fired = [rec for rule in RULES if (rec := rule(f, v)) is not None]
+    unsafe = [rec for rec in (*fired, *more) if changes_the_data(rec, f)]
     named = {rec.id for rec in more if read_faster(rec, f)}  # a pathology's fix its run read faster
     found = [held(fix) if fix.id in named else fix for fix in (verified(rec, f) for rec in (*fired, *more))]
+    found = [rec for rec in found if rec.id not in {u.id for u in unsafe}]
     kept = [rec for rec in found if not inside_noise(rec, f) and (rec.id in named or not no_gain(rec))]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
     ranked = tuple(sorted(kept, key=lambda r: (r.id not in swept, not r.measured, -_gain(r))))
-    return ranked, tuple(tried_without_gain(rec) for rec in found if rec.id not in named and no_gain(rec))
+    said = [tried_without_gain(rec) for rec in found if rec.id not in named and no_gain(rec)]
+    return ranked, (*said, *(tried_on_other_data(rec, f) for rec in unsafe))
 
 
 def _a_trade(f: Facts) -> bool:

@@ -3,7 +3,8 @@ training can count on it (``promise``: over whole epochs, at the low edge of its
 run with the fix applied (``verified``: at the low edge of its noise too), and the noise an
 estimate must clear (``inside_noise``). A measured gain that its noise leaves at nothing is no
 advice: it is said as evidence (``no_gain``, ``tried_without_gain``), unless a named pathology
-advises it and its run read training faster (``held``)."""
+advises it and its run read training faster (``held``). A fix whose run fed training other batches
+than the script's own is never advice, however fast (``changes_the_data``)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,27 @@ def tried_without_gain(rec: Recommendation) -> Finding:
             "no gain beyond the noise of the runs that measured it)."
         ),
         values={"speedup": round(gain, 2)},
+    )
+
+
+def changes_the_data(rec: Recommendation, f: Facts) -> bool:
+    """The run with ``rec``'s fix applied fed training other batches than the unchanged script
+    (``FixResult.same_batches``): however fast it read, not advice."""
+    tried = _tried(rec, f)
+    return tried is not None and tried.same_batches is False
+
+
+def tried_on_other_data(rec: Recommendation, f: Facts) -> Finding:
+    """``rec``, whose run changed the batches (``changes_the_data``), as a line of evidence."""
+    tried = _tried(rec, f)
+    assert tried is not None and tried.speedup is not None
+    return Finding(
+        kind=FindingKind.CHANGES_THE_DATA,
+        sentence=(
+            f"Measured {tried.speedup:.2f}x, not advised: {rec.title[0].lower()}{rec.title[1:]}, because the run with "
+            f"{tried.name} applied {tried.batches}."
+        ),
+        values={"speedup": round(tried.speedup, 2)},
     )
 
 
