@@ -14,12 +14,14 @@ SCHEMA = "fastload.report/1"
 
 
 class Command(enum.Enum):
-    """The commands that run a script; the report's ``command`` (``demo`` reports as ``diagnose``)."""
+    """The commands that write a report, its ``command``: those that run a script (``demo``
+    reports as ``diagnose``), and ``merge``, the report of a data-parallel job from its nodes'."""
 
     DIAGNOSE = "diagnose"
     SYNTHETIC_COMPARE = "synthetic-compare"
     SWEEP_WORKERS = "sweep-workers"
     TRY = "try"
+    MERGE = "merge"
 
 
 class Mode(enum.Enum):

@@ -387,3 +387,26 @@ def test_a_run_on_one_rank_whose_job_never_started_is_set_aside_with_its_summary
     analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5), never])
     assert analysis.verdict.slowest_rank == 1 and len(analysis.summaries) == 3
     assert not analysis.verdict.of(FindingKind.STRAGGLER_FREED)
+
+
+def test_a_merged_jobs_report_reads_back_as_compare_and_baselines_read_reports() -> None:
+    from fastload_cli.analyzer.compare import read_figures
+    from fastload_cli.config import RunConfig
+    from fastload_cli.plan import Outcome
+    from fastload_cli.plan.report import build_report
+    from fastload_cli.records import Measured
+    from fastload_cli.records.schema import check_report
+    from tests.unit.test_report_sections import ENV
+
+    runs = (straggling(),)
+    report = build_report(Command.DIAGNOSE, RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
+                          Outcome(measured=tuple(Measured(r, summarize(r)) for r in runs)),
+                          dataclasses.replace(ENV, world_size=4, nproc_per_node=2))  # fmt: skip
+    first = json.loads(json_report.document(report))
+    second = json.loads(json_report.document(report))  # the other node: ranks 2 and 3
+    for run in second["runs"]:
+        run["ranks"] = [{**x, "rank": x["rank"] + 2} for x in run["ranks"]]
+    merged = json.loads(json.dumps(merge([first, second], ["n0.json", "n1.json"])))
+    check_report(merged)  # the report `fastload merge` writes is one `compare` and `--baseline` accept
+    figures = read_figures(merged, "job.json")
+    assert figures.command == "merge" and [m.mode for m in figures.modes] == ["real"]
