@@ -230,7 +230,8 @@ def test_a_node_that_sees_part_of_the_job_says_so() -> None:
     assert any("`fastload merge`" in c for c in analyze([one_of_two]).verdict.caveats)
 
 
-def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
+def straggling_job_document(world_size: int) -> dict:
+    """The JSON report of a diagnose of ``straggling`` (ranks 0 and 1) in a job of ``world_size``."""
     from fastload_cli.config import RunConfig
     from fastload_cli.plan import Outcome
     from fastload_cli.plan.report import build_report
@@ -240,8 +241,12 @@ def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
     runs = (straggling(),)
     report = build_report(Command.DIAGNOSE, RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
                           Outcome(measured=tuple(Measured(r, summarize(r)) for r in runs)),
-                          dataclasses.replace(ENV, world_size=2, nproc_per_node=2))  # fmt: skip
-    doc = json.loads(json_report.document(report))
+                          dataclasses.replace(ENV, world_size=world_size, nproc_per_node=2))  # fmt: skip
+    return json.loads(json_report.document(report))
+
+
+def test_the_json_report_carries_each_rank_and_the_slowest() -> None:
+    doc = straggling_job_document(2)
     assert doc["environment"]["world_size"] == 2 and doc["environment"]["nproc_per_node"] == 2
     real = doc["runs"][0]
     assert [r["rank"] for r in real["ranks"]] == [0, 1]
@@ -391,19 +396,9 @@ def test_a_run_on_one_rank_whose_job_never_started_is_set_aside_with_its_summary
 
 def test_a_merged_jobs_report_reads_back_as_compare_and_baselines_read_reports() -> None:
     from fastload_cli.analyzer.compare import read_figures
-    from fastload_cli.config import RunConfig
-    from fastload_cli.plan import Outcome
-    from fastload_cli.plan.report import build_report
-    from fastload_cli.records import Measured
     from fastload_cli.records.schema import check_report
-    from tests.unit.test_report_sections import ENV
 
-    runs = (straggling(),)
-    report = build_report(Command.DIAGNOSE, RunConfig(script=__import__("pathlib").Path("t.py"), script_arg0="t.py"),
-                          Outcome(measured=tuple(Measured(r, summarize(r)) for r in runs)),
-                          dataclasses.replace(ENV, world_size=4, nproc_per_node=2))  # fmt: skip
-    first = json.loads(json_report.document(report))
-    second = json.loads(json_report.document(report))  # the other node: ranks 2 and 3
+    first, second = straggling_job_document(4), straggling_job_document(4)  # second: the node of ranks 2 and 3
     for run in second["runs"]:
         run["ranks"] = [{**x, "rank": x["rank"] + 2} for x in run["ranks"]]
     merged = json.loads(json.dumps(merge([first, second], ["n0.json", "n1.json"])))
