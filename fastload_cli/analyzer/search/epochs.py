@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search.limits import Limits
-from fastload_cli.analyzer.search.points import beats, per_setting, plain, throughput, usable
+from fastload_cli.analyzer.search.points import beats, fewest_near_best, per_setting, plain, throughput, usable
 from fastload_cli.analyzer.window import epoch_batches, loader_batches, primary_loader
 from fastload_cli.records import WHOLE_EPOCHS as EPOCHS_VARIANT
 from fastload_cli.records import Mode, RunResult, SweepPoint
@@ -109,9 +109,7 @@ def _more(measured: dict[int, SweepPoint], own: SweepPoint, limits: Limits) -> l
     steady window, measured over whole epochs with their start-ups, where it read faster than
     ``own``'s steady window, which leaves its start-ups out (the two readings are not alike)."""
     ok = usable(measured.values())
-    best = max(ok, key=throughput)
-    near = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
-    chosen = min(near, key=lambda p: p.workers)
+    chosen = fewest_near_best(ok)
     found = [chosen.workers] if chosen.workers > own.workers and beats(measured, chosen, own) else []
     whole = [p for p in ok if p.workers > own.workers and limits.too_many(p.workers) is not None]
     fastest = max(whole, key=throughput, default=None)
@@ -226,11 +224,7 @@ def decided(points: Sequence[SweepPoint], current: int | None) -> Decided | None
     others = [p for w, p in found.items() if w != current and w in steady]
     if own is None or not others or not throughput(own):
         return None
-    top = max(others, key=throughput)
-    chosen = min(
-        (p for p in others if throughput(p) >= throughput(top) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)),
-        key=lambda p: p.workers,
-    )
+    chosen = fewest_near_best(others)
     runs = [p for p in points if p.variant == EPOCHS_VARIANT]
     pairs = noise.paired(runs, own.workers, chosen.workers, compared=len(others))
     if pairs is not None:

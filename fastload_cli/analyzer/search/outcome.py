@@ -17,6 +17,7 @@ from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import (
     beats,
     faster,
+    fewest_near_best,
     path_noise,
     per_setting,
     plain,
@@ -39,8 +40,7 @@ def conclude(
     if not ok:
         return None
     best = max(ok, key=throughput)
-    near_best = [p for p in ok if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN)]
-    chosen = min(near_best, key=lambda p: p.workers)
+    chosen = fewest_near_best(ok)
     base = measured.get(current) if current is not None else None
     base = base if base is not None and base.throughput_samples_per_s is not None else None
     variant = _better_variant(points, chosen)
@@ -145,10 +145,8 @@ def conclusion(result: SweepResult) -> str:
             f"noise (±{100 * result.noise:.0f}%){memory}."
         )
     if result.speedup is not None:
-        more = sorted(
-            {p.workers for p in result.points if p.variant == epochs.EPOCHS_VARIANT} - {result.current_workers}
-        )
-        more = [w for w in more if w > (result.current_workers or 0)]
+        own = result.current_workers or 0
+        more = sorted({p.workers for p in result.points if p.variant == epochs.EPOCHS_VARIANT and p.workers > own})
         if more:  # steady windows found more workers faster; whole epochs, start-ups included, did not
             return (
                 f"Keep num_workers={result.current_workers}: num_workers={more[-1]} was faster in steady windows, but "

@@ -38,6 +38,15 @@ def throughput(p: SweepPoint) -> float:
     return p.throughput_samples_per_s or 0.0
 
 
+def fewest_near_best(points: Iterable[SweepPoint]) -> SweepPoint:
+    """Of ``points`` (each with a throughput; at least one), the one with the fewest workers
+    within ``SWEEP_PREFER_FEWER_WITHIN`` of the fastest: what the sweep would name."""
+    found = list(points)
+    best = max(found, key=throughput)
+    near = (p for p in found if throughput(p) >= throughput(best) * (1 - th.SWEEP_PREFER_FEWER_WITHIN))
+    return min(near, key=lambda p: p.workers)
+
+
 def swings(p: SweepPoint) -> bool:
     """``p``'s run varied across its own window by more than ``SWEEP_CONFIRM_SPREAD`` (a stall
     every few batches): one run can land far from the setting's rate in training."""
