@@ -227,12 +227,18 @@ class HostSampler:
         return SystemSample(busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=self._disk_read_bytes)
 
 
+def _stat_fields(pid: int) -> list[bytes]:
+    """/proc/PID/stat's fields after the command's name (which may hold spaces and parentheses):
+    the state is the first."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[1].split()
+
+
 def _minor_faults(pid: int) -> int:
     """Page faults served without storage since the process started: a page touched for the first
     time, or copied on a write to memory shared with its parent (/proc/PID/stat, ``minflt``)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[7])
+        return int(_stat_fields(pid)[7])
     except FileNotFoundError:
         raise psutil.NoSuchProcess(pid) from None
     except (OSError, ValueError, IndexError) as exc:  # not Linux, or a stat line of another make
@@ -242,8 +248,7 @@ def _minor_faults(pid: int) -> int:
 def _started_ns(pid: int) -> int:
     """When the process started, on the monotonic clock: /proc/PID/stat's ``starttime`` (clock
     ticks since boot) against the boot-time clock read now."""
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])
+    ticks = int(_stat_fields(pid)[19])
     since_boot_ns = ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     return time.monotonic_ns() - (time.clock_gettime_ns(time.CLOCK_BOOTTIME) - since_boot_ns)
 

@@ -84,8 +84,9 @@ def advise(
     fired = [rec for rule in RULES if (rec := rule(f, v)) is not None]
     unsafe = [rec for rec in (*fired, *more) if changes_the_data(rec, f)]
     named = {rec.id for rec in more if read_faster(rec, f)}  # a pathology's fix its run read faster
-    found = [held(fix) if fix.id in named else fix for fix in (verified(rec, f) for rec in (*fired, *more))]
-    found = [rec for rec in found if rec.id not in {u.id for u in unsafe}]
+    unsafe_ids = {rec.id for rec in unsafe}
+    safe = (rec for rec in (*fired, *more) if rec.id not in unsafe_ids)
+    found = [held(fix) if fix.id in named else fix for fix in (verified(rec, f) for rec in safe)]
     kept = [rec for rec in found if not inside_noise(rec, f) and (rec.id in named or not no_gain(rec))]
     swept = {"increase-num-workers", "reduce-num-workers"} if f.sweep is not None and not _a_trade(f) else set()
     ranked = tuple(sorted(kept, key=lambda r: (r.id not in swept, not r.measured, -_gain(r))))
