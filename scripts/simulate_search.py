@@ -166,10 +166,11 @@ def run_search(host: Host, rnd: random.Random, curve: predict.Curve | None = Non
         free = replace(own, spec=ModeSpec(mode=Mode.SYNTHETIC), throughput_samples_per_s=host.consumer_per_s)
         curve = predict.from_runs(own, free, host.cores, max_workers)
     for _ in range(40):
-        step = search.next_step(state(host, points, curve, max_workers))
+        now = state(host, points, curve, max_workers)
+        step = search.next_step(now)
         if step is None:
             break
-        loader = state(host, points, curve, max_workers).loader
+        loader = now.loader
         measured = [
             # a pair over whole epochs (``fixed``), or a setting whose epoch has no steady window
             host.measure(spec.workers or 0, rnd, whole=True, variant=WHOLE_EPOCHS)
