@@ -220,7 +220,8 @@ def error_boundary(out: Output) -> Iterator[Output]:
     except FastloadError as exc:
         if isinstance(exc, ScriptFailedError) and exc.output_tail.strip():
             stderr.print(Text("--- the script's last output ---", style="dim"))
-            stderr.print(printable(_tail_lines(exc.output_tail)), highlight=False)
+            # as the script printed it: a traceback's lines unbroken however long its paths
+            stderr.print(printable(_tail_lines(exc.output_tail)), highlight=False, soft_wrap=True)
             stderr.print(Text("---", style="dim"))
         if out.debug:
             stderr.print_exception()
