@@ -18,7 +18,7 @@ from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
-from fastload_cli.plan.runs import CACHING, breakdown_step, mode_step, split_step
+from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_step, mode_step, split_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Part, Step
 from fastload_cli.plan.sweep import search_step
@@ -68,11 +68,11 @@ class Diagnose:
         return self.runs_from(state).with_mode(spec)
 
     def _modes(self, state: State) -> Step | None:
-        done = len(state.taken(Part.MODES))
+        done = covered(state.taken(Part.MODES))
         if done >= len(self.modes):
             return None
         spec = self.modes[done]
-        return mode_step(state, spec, self._config(state, spec))
+        return in_turn_step(state, self.modes[done:], self._config(state, spec))
 
     def _split(self, state: State) -> Step | None:
         if not wants_split(self.modes) or state.taken(Part.SPLIT):
@@ -85,11 +85,11 @@ class Diagnose:
             why = measure_again(state.analysis, state.runs, state.elapsed_s)
             if why is None:
                 return None
-            step = mode_step(state, AGAIN[0], self._config(state, AGAIN[0]), Part.AGAIN)
+            step = in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), Part.AGAIN)
             return replace(step, notes=((None, why), *step.notes))
-        if len(taken) < len(AGAIN):
-            spec = AGAIN[len(taken)]
-            return mode_step(state, spec, self._config(state, spec), Part.AGAIN)
+        done = covered(taken)
+        if done < len(AGAIN):
+            return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), Part.AGAIN)
         return None
 
     def _straggler(self, state: State) -> Step | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import search, time_spent
+from fastload_cli.analyzer import in_turn, search, time_spent
 from fastload_cli.analyzer.failures import describe_error
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import runs_of
@@ -54,17 +54,17 @@ def recorded(
     """``outcome`` with ``step`` taken: its run (``found``, measured, or ``raw``, a breakdown run's)
     joined as the step says, what it sets, and where the run's time went (``superseded``: a run the
     step made and measured again, a disturbed one)."""
+    run = found.run if found is not None else raw
+    cut: tuple[RunResult, ...] = () if run is None else _cut(step, run)
+    if step.then is not None and len(cut) < 2:  # its first mode alone was measured: the next is still to come
+        step = replace(step, then=None)
     done = replace(outcome, taken=(*outcome.taken, step))
     if step.limits is not None:
         done = replace(done, limits=step.limits)
     if step.unverified:
         done = replace(done, unverified=step.unverified)
-    run = found.run if found is not None else raw
     if run is None:
         return done
-    cut: tuple[RunResult, ...] = (run,)  # the settings' runs an in-process run measured in turn, or itself
-    if step.keep is Keep.IN_TURN and step.config is not None:
-        cut = runs_of(run, at_epochs=step.config.child.turn_at_epochs)
     done = _timed(done, step, run, cut, superseded)
     interrupted = run.status is RunStatus.INTERRUPTED
     if step.keep is Keep.BREAKDOWN:
@@ -76,9 +76,21 @@ def recorded(
         short = done.in_process_short or len(cut) < len(step.config.child.turns)
         each = (Measured(r, summarize(r)) for r in cut)
         return replace(done.adding(*each), interrupted=interrupted, in_process_short=short)
+    if step.keep is Keep.MODES_IN_TURN:
+        return replace(done.adding(*(Measured(r, summarize(r)) for r in cut)), interrupted=interrupted)
     assert found is not None
     kept = done.without_last() if step.keep is Keep.AGAIN else done
     return replace(kept.adding(found), interrupted=interrupted)
+
+
+def _cut(step: Step, run: RunResult) -> tuple[RunResult, ...]:
+    """The runs ``run`` stands for: the settings an in-process run measured in turn, the real
+    and synthetic runs of a real+synthetic run (the real alone where it replayed nothing), or itself."""
+    if step.keep is Keep.IN_TURN and step.config is not None:
+        return runs_of(run, at_epochs=step.config.child.turn_at_epochs)
+    if step.keep is Keep.MODES_IN_TURN:
+        return in_turn.modes_of(run)
+    return (run,)
 
 
 def _timed(

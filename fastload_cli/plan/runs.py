@@ -8,11 +8,13 @@ first run must measure a batch or the script cannot be diagnosed (a ``FastloadEr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from fastload_cli.analyzer import pathologies, split
 from fastload_cli.analyzer.caveats import disturbed
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
+from fastload_cli.analyzer.in_turn import part_settled
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
 from fastload_cli.analyzer.settle import epoch_end_near, settled
@@ -24,16 +26,23 @@ from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason
 
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
+REAL, SYNTHETIC = ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)
+APART = (
+    "Real and synthetic run as two starts of the script: the ranks of a data-parallel job are not "
+    "switched to replays within one run."
+)
 
 
 def prepared(config: RunConfig) -> RunConfig:
     """``config`` as it runs: a mode ends once its estimate is stable (an in-process run's
-    settings, each), unless its batches are fixed; only the real run is profiled."""
+    settings, each; a real+synthetic run's parts, each), unless its batches are fixed; only the
+    real run is profiled."""
     spec = config.spec
+    real = spec.mode in (Mode.REAL, Mode.REAL_SYNTHETIC)
     if not config.fixed_batches:
-        settle = setting_settled if spec.mode is Mode.IN_PROCESS else settled
-        config = replace(config, settle=settle, reach=epoch_end_near if spec.mode is Mode.REAL else None)
-    if spec.mode is not Mode.REAL:
+        settle = {Mode.IN_PROCESS: setting_settled, Mode.REAL_SYNTHETIC: part_settled}.get(spec.mode, settled)
+        config = replace(config, settle=settle, reach=epoch_end_near if real else None)
+    if not real:
         config = replace(config, py_spy_s=0.0)
     return config
 
@@ -87,6 +96,25 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     if skip is not None:
         return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
     return run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+
+
+def in_turn_step(state: State, specs: Sequence[ModeSpec], config: RunConfig, part: Part = Part.MODES) -> Step:
+    """The step for the first of ``specs``, and where the second follows it in one run of the
+    script, for both: real, then synthetic (``Mode.REAL_SYNTHETIC``), where one process runs the
+    script; a data-parallel job runs them as two starts, and says so."""
+    spec = specs[0]
+    if spec != REAL or len(specs) < 2 or specs[1] != SYNTHETIC:
+        return mode_step(state, spec, config, part)
+    if config.launcher is not None:
+        step = mode_step(state, spec, config, part)
+        return replace(step, notes=((None, APART), *step.notes))
+    both = config.with_mode(ModeSpec(mode=Mode.REAL_SYNTHETIC))
+    return replace(run_step(part, both, keep=Keep.MODES_IN_TURN, first=True, mode=spec), then=specs[1])
+
+
+def covered(steps: Sequence[Step]) -> int:
+    """The modes ``steps`` stand for: one each, two for a step that measured a second in turn."""
+    return sum(1 + (s.then is not None) for s in steps)
 
 
 def why_skip(spec: ModeSpec, done: tuple[RunResult, ...], drop_transforms: tuple[str, ...]) -> str | None:

@@ -39,6 +39,7 @@ class Keep(enum.Enum):
     RUN = "run"  # one more measured run
     AGAIN = "again"  # in place of the last run, which it measures again
     IN_TURN = "in turn"  # several settings in turn: one workers=N run each
+    MODES_IN_TURN = "modes in turn"  # real, then synthetic: the real run and the synthetic run
     SPLIT = "split"  # the split run, kept apart from the modes' runs
     BREAKDOWN = "breakdown"  # its breakdown, not its batches
 
@@ -64,6 +65,7 @@ class Step:
     unverified: tuple[str, ...] = ()  # follow-ups named as not measured within the budget
     # What the plan decided for the steps after this one:
     mode: ModeSpec | None = None  # MODES: the mode this step stands for, run or not
+    then: ModeSpec | None = None  # MODES, AGAIN: the mode its run measured after ``mode``'s, in turn
     sweep: bool = False  # AFTER_MODES: a num_workers sweep follows
     breakdown: bool = False  # AFTER_MODES: the breakdown follows
     cached: bool = False  # AFTER_MODES: the cached run is among the follow-ups

@@ -18,6 +18,7 @@ from __future__ import annotations
 from fastload_cli.records.comparison import Change, Comparison, Direction, Figures, ModeChange, ModeFigures
 from fastload_cli.records.measured import (
     CACHE_LOCATION,
+    SYNTHETIC_LOCATION,
     UNCHANGED,
     BatchLayout,
     BatchRecord,
@@ -88,6 +89,7 @@ __all__ = [
     "RUN_ID_ENV",
     "SCHEMA",
     "SEPARATE_RUNS",
+    "SYNTHETIC_LOCATION",
     "UNCHANGED",
     "WHOLE_EPOCHS",
     "BatchInfo",

@@ -99,6 +99,7 @@ def setting_location(name: str) -> str:
     return f"DataLoader({name}=...)"
 
 
+SYNTHETIC_LOCATION = "synthetic replay"  # substitutions about the synthetic replay itself
 CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the dataset, cached in memory
 
 

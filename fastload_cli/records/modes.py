@@ -49,6 +49,11 @@ class Mode(enum.Enum):
     # batches (``ChildSpec.turns``), so the script starts once. Not a mode a user picks: a
     # sweep measures its settings this way where the loader allows it; each becomes a workers=N run.
     IN_PROCESS = "in-process"
+    # The real run, then the synthetic replay from the batch after the real window has what it
+    # needs, in one run of the script: its start, imports and warm-up are paid once. Not a mode a
+    # user picks: diagnose measures the pair this way where one process runs the script; the run
+    # becomes a real run and a synthetic one (``analyzer.in_turn``).
+    REAL_SYNTHETIC = "real+synthetic"
     # Fixes applied inside the child (``fastload try --fix``): ``fix:NAME``, or names joined by "+".
     FIX = "fix"
     # Not a mode a user picks: the real pipeline, timed step by step on a sample of items at the
@@ -58,7 +63,7 @@ class Mode(enum.Enum):
     @property
     def selectable(self) -> bool:
         """A mode a command line may name in --modes (fixes are asked for with ``try --fix``)."""
-        return self not in (Mode.BREAKDOWN, Mode.FIX, Mode.SPLIT, Mode.IN_PROCESS)
+        return self not in (Mode.BREAKDOWN, Mode.FIX, Mode.SPLIT, Mode.IN_PROCESS, Mode.REAL_SYNTHETIC)
 
 
 class Fix(enum.Enum):

@@ -50,6 +50,7 @@ class EventCollector:
     malformed: int = 0
     channel_bytes: int = 0  # what the process sent over its event channel (the parent's reading cost)
     _per_loader: Counter[int] = field(default_factory=Counter)
+    _first_replay: dict[int, int] = field(default_factory=dict)  # loader id -> its batches before its first replay
     _partial: bytes = b""
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
@@ -68,6 +69,12 @@ class EventCollector:
     def most_batches(self) -> int:
         """Batches delivered by the busiest loader (the training loader, as a rule)."""
         return max(self._per_loader.values(), default=0)
+
+    def first_replay(self) -> int | None:
+        """The busiest loader's batches before its first replayed one (a run that switched to
+        replaying one batch), or None before any."""
+        busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
+        return self._first_replay.get(busiest) if busiest is not None else None
 
     def busiest_phases(self) -> list[PhaseMark]:
         """The PHASE marks of the busiest loader: those of an in-process run's training loader."""
@@ -115,8 +122,11 @@ class EventCollector:
                 return
 
     def _on_batch(self, e: dict[str, Any]) -> None:
-        self.batches.append(build(BatchRecord, e))
-        self._per_loader[e["loader_id"]] += 1
+        record = build(BatchRecord, e)
+        self.batches.append(record)
+        if record.synthetic:
+            self._first_replay.setdefault(record.loader_id, self._per_loader[record.loader_id])
+        self._per_loader[record.loader_id] += 1
 
     def _on_layout(self, e: dict[str, Any]) -> None:
         leaves = tuple(build(TensorLeaf, leaf) for leaf in e["leaves"])

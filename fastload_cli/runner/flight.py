@@ -24,6 +24,7 @@ from fastload_cli.config import RunConfig
 from fastload_cli.records import (
     GpuSample,
     HostSample,
+    Mode,
     RunResult,
     RunStatus,
     SamplerHealth,
@@ -55,6 +56,7 @@ SETTLE_COST_FACTOR = 10.0
 REACH_SHARE = 0.5
 REACH_MIN_S = 2.0
 POLL_S = 0.1
+REPLAY_WITHIN = 4  # a real+synthetic run's replays begin within this many batches of being asked for
 DRAIN_S = 1.0
 
 
@@ -108,6 +110,7 @@ class Flight:
     settle_checked_at: float = 0.0  # when the settle rule was last asked
     settle_cost_s: float = 0.0  # how long it took
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
+    switched_at: int | None = None  # a real+synthetic run: the batches done when the replays were asked for
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
 
     def __post_init__(self) -> None:
@@ -142,7 +145,7 @@ class Flight:
                     self.stop.stuck_at = self.stack.capture(self.main_pid)
                     self.ask_stop(StopReason.TIMEOUT)
                 elif self.stop.asked_at is None and self._reach_spent():
-                    self.ask_stop(StopReason.ENOUGH_BATCHES)
+                    self._enough(StopReason.ENOUGH_BATCHES)
                 self.pump(selector, POLL_S)
 
     def selector(self) -> selectors.DefaultSelector:
@@ -204,17 +207,38 @@ class Flight:
             self.observer.on_batches(done, self.config.requested_batches)
         if self.stop.asked_at is not None or self._profiling():
             return
-        if done >= self.config.requested_batches or self._last_setting_done(done):
+        if done >= self._wanted() or self._last_setting_done(done):
             if not self._reaching():
-                self.ask_stop(StopReason.ENOUGH_BATCHES)
+                self._enough(StopReason.ENOUGH_BATCHES)
         elif done > self.config.warmup and self._settle_due() and self.settled():
             self._settled()
+
+    def _wanted(self) -> int:
+        """The batches the part in force asks for: a real+synthetic run's replays as many after the
+        first (its step holds the workers' shutdown) as its real part measured; none where none
+        came within ``REPLAY_WITHIN`` batches of asking (a batch that could not be copied)."""
+        firsts = [c.first_replay() for c in self.collectors.values()]
+        if self.switched_at is None:
+            return self.config.requested_batches
+        if None in firsts:
+            return self.switched_at + REPLAY_WITHIN
+        return max(f for f in firsts if f is not None) + 1 + self.config.max_batches
+
+    def _enough(self, reason: StopReason) -> None:
+        """The part in force is measured: a real+synthetic run's replays begin (the workers' memory
+        read while they still run), or the run stops."""
+        if self.config.spec.mode is Mode.REAL_SYNTHETIC and self.switched_at is None:
+            self.host.read_memory_now()
+            self.switched_at, self.reaching_since = self.batches_done(), None
+            self._signal(NEXT_SIGNAL)
+        else:
+            self.ask_stop(reason)
 
     def _reaching(self) -> bool:
         """The run goes on to the end of its training loader's epoch, which is near (``RunConfig.reach``),
         within ``REACH_SHARE`` of its time: a whole epoch is then measured, what it costs besides
         its steps included."""
-        reach = self.config.reach
+        reach = None if self.switched_at is not None else self.config.reach  # the real part's alone
         if reach is None or not all(reach(self.streamed(c)) for c in self.collectors.values()):
             return False
         if self.reaching_since is None:
@@ -238,7 +262,7 @@ class Flight:
         marks = len(self.collectors[0].busiest_phases())
         if marks >= len(self.config.child.turns):
             if not self._reaching():
-                self.ask_stop(StopReason.SETTLED)
+                self._enough(StopReason.SETTLED)
         elif marks > self.next_asked_at:
             self.next_asked_at = marks
             self._signal(NEXT_SIGNAL)
@@ -252,10 +276,12 @@ class Flight:
         return True
 
     def settled(self) -> bool:
-        """Every process's estimate is as stable as the run's settle rule asks (never without one)."""
-        settle = self.config.settle
+        """Every process's estimate is as stable as the run's settle rule asks (never without one;
+        a real+synthetic run's replays, never before the first came)."""
+        settle, collectors = self.config.settle, self.collectors.values()
         started = time.monotonic()
-        found = settle is not None and all(settle(self.streamed(c)) for c in self.collectors.values())
+        waiting = self.switched_at is not None and any(c.first_replay() is None for c in collectors)
+        found = settle is not None and not waiting and all(settle(self.streamed(c)) for c in collectors)
         self.settle_cost_s = time.monotonic() - started
         return found
 

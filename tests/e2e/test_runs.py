@@ -125,14 +125,31 @@ def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> Non
     done = run_fastload("diagnose", str(SCRIPTS / "synthetic_check.py"), "--modes", "real,synthetic", "--warmup", "3",
                         "--max-batches", "20", "--fixed-batches", "--json", "-", "--", str(seen_path))  # fmt: skip
     report_of(done)
-    seen = json.loads(seen_path.read_text())  # written by the last run: synthetic
-    assert seen["steps"] >= 20
+    seen = json.loads(seen_path.read_text())  # written by the one run: real, then synthetic
     assert seen["same_object"] == 0 and seen["shared_memory"] == 0
     assert seen["saw_modified"] == 0  # in-place changes by the script never reach the next batch
-    # the warm-up's batches are real but its last, which replays the one before it: the step in
-    # which the replays start (the workers' shutdown) is the warm-up's, never measured
-    assert len(set(seen["sums"][:2])) == 2
-    assert len(set(seen["sums"][1:])) == 1  # that batch, replayed from then on
+    # the real run's batches (its warm-up and 20 more), each another; then its last, replayed
+    # from then on: 20 replays at least
+    sums = seen["sums"]
+    switch = next(i for i in range(1, len(sums)) if sums[i] == sums[i - 1])
+    assert switch >= 23 and len(set(sums[:switch])) == switch
+    assert len(set(sums[switch - 1 :])) == 1 and len(sums) - switch >= 20
+
+
+def test_real_and_synthetic_take_one_start_and_keep_their_figures_apart(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "12", "--json", "-",
+                        "--", "--load-ms", "1.5", "--step-ms", "1", "--started", str(started))  # fmt: skip
+    report = report_of(done)
+    assert len(started.read_text().splitlines()) == 1  # one start of the script for both modes
+    assert report["time_spent"]["runs"] == 1
+    real, synthetic = report["runs"]
+    assert (real["mode"], synthetic["mode"]) == ("real", "synthetic")
+    # loading (a sleep per sample in the loop's own process) is most of a real step and none of a
+    # replay's: the real run's figures hold no replay, and the synthetic run's no real batch
+    assert real["data_wait_fraction"] > 0.5
+    assert synthetic["data_wait_fraction"] < 0.2
+    assert real["stop_reason"] in ("settled", "enough-batches") and real["status"] == "ok"
 
 
 def test_a_background_thread_loader_stops_cleanly() -> None:

@@ -258,3 +258,68 @@ def sweep_result(**changes: object) -> SweepResult:
 def recommended(f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
     """The recommendations ``advise`` makes on ``f`` and ``v``, without the evidence it adds."""
     return advise(f, v)[0]
+
+
+def in_turn(real: RunResult, synthetic: RunResult) -> RunResult:
+    """The real+synthetic run that measured ``real``, then ``synthetic``, in one run of the script,
+    as the child reports it: ``synthetic``'s replays follow ``real``'s batches on the same
+    iterator (its warm-up left out), and the machine's counters go on from where ``real``'s ended."""
+    offset = real.ended_ns
+    own = len(real.batches)
+    replays = [
+        dataclasses.replace(
+            x,
+            iterator_id=real.batches[-1].iterator_id,
+            index=own + i,
+            wait_start_ns=x.wait_start_ns + offset,
+            wait_end_ns=x.wait_end_ns + offset,
+        )
+        for i, x in enumerate(synthetic.batches)
+        if x.synthetic
+    ]
+    last = real.host_samples[-1] if real.host_samples else None
+    later = tuple(_continued(s, offset, last) for s in synthetic.host_samples if s.t_ns > 0)
+    return dataclasses.replace(
+        real,
+        spec=ModeSpec(mode=Mode.REAL_SYNTHETIC),
+        status=synthetic.status,
+        stop_reason=synthetic.stop_reason,
+        ended_ns=offset + synthetic.ended_ns,
+        batches=(*real.batches, *replays),
+        host_samples=(*real.host_samples, *later),
+    )
+
+
+def _continued(sample: HostSample, offset: int, last: HostSample | None) -> HostSample:
+    """``sample`` moved ``offset`` later, its cumulative counters added to ``last``'s."""
+    if last is None:
+        return dataclasses.replace(sample, t_ns=sample.t_ns + offset)
+    before = {p.pid: p for p in last.procs}
+
+    def proc(p: ProcSample) -> ProcSample:
+        b = before.get(p.pid)
+        if b is None:
+            return p
+        return dataclasses.replace(
+            p,
+            cpu_s=p.cpu_s + b.cpu_s,
+            runq_s=None if p.runq_s is None or b.runq_s is None else p.runq_s + b.runq_s,
+            read_bytes=None if p.read_bytes is None or b.read_bytes is None else p.read_bytes + b.read_bytes,
+            kernel_cpu_s=None if p.kernel_cpu_s is None or b.kernel_cpu_s is None else p.kernel_cpu_s + b.kernel_cpu_s,
+        )
+
+    system, b = sample.system, last.system
+    return dataclasses.replace(
+        sample,
+        t_ns=sample.t_ns + offset,
+        procs=tuple(proc(p) for p in sample.procs),
+        system=dataclasses.replace(
+            system,
+            busy_s=system.busy_s + b.busy_s,
+            idle_s=system.idle_s + b.idle_s,
+            iowait_s=None if system.iowait_s is None or b.iowait_s is None else system.iowait_s + b.iowait_s,
+            disk_read_bytes=None
+            if system.disk_read_bytes is None or b.disk_read_bytes is None
+            else system.disk_read_bytes + b.disk_read_bytes,
+        ),
+    )

@@ -17,7 +17,7 @@ from fastload_cli.analyzer.verdict import Facts, decide
 from fastload_cli.config import DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_MAX_WORKERS, DIAGNOSE_MODES, RunConfig
 from fastload_cli.errors import NoLoaderObservedError, ScriptFailedError
 from fastload_cli.plan import Diagnose, Outcome, Part, State, Step, Sweep, diagnose, follow_ups
-from fastload_cli.plan.runs import mode_step
+from fastload_cli.plan.runs import REAL, SYNTHETIC, mode_step
 from fastload_cli.plan.step import FollowUp
 from fastload_cli.plan.sweep import searched
 from fastload_cli.records import (
@@ -57,6 +57,8 @@ def fake(monkeypatch: pytest.MonkeyPatch, results: list[RunResult]) -> list[str]
 
     def run_mode(config, nvml, observer):
         calls.append(config.spec.label)
+        if config.spec.mode is Mode.REAL_SYNTHETIC:  # the pair in turn, in one run
+            return b.in_turn(results.pop(0), results.pop(0))
         return results.pop(0)
 
     monkeypatch.setattr(session, "run_mode", run_mode)
@@ -175,6 +177,11 @@ def fake_pipeline(
         calls.append(config)
         if config.spec.mode is Mode.IN_PROCESS:
             return in_process_run(config)
+        if config.spec.mode is Mode.REAL_SYNTHETIC:
+            return b.in_turn(one(config.with_mode(REAL)), one(config.with_mode(SYNTHETIC)))
+        return one(config)
+
+    def one(config):
         n = config.spec.workers if config.spec.workers is not None else own_workers
         step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         step *= first_epoch if epoch and config.warmup < epoch else 1.0
@@ -599,9 +606,10 @@ def test_diagnose_measures_real_and_synthetic_again_when_the_ceiling_is_near_the
     notes: list[str] = []
     runner = session.StepRunner(BASE, None, lambda spec: None, lambda spec, m: notes.append(m))
     outcome = session.execute(Diagnose(DIAGNOSE_MODES, None), runner)
-    assert calls == ["real", "synthetic", "real", "synthetic"]
+    assert calls == ["real+synthetic", "real+synthetic"]  # each pair in one run of the script
+    assert [r.spec.label for r in outcome.runs] == ["real", "synthetic", "real", "synthetic"]
     assert any("measuring real and synthetic again" in n for n in notes)
     assert analyze(outcome.runs).facts.ceiling == pytest.approx(20.4 / 15.2, abs=0.03)  # both pairs, pooled
     calls = fake(monkeypatch, pair(5.0))  # 2x: far from the line, measured once
     session.execute(Diagnose(DIAGNOSE_MODES, None), runner)
-    assert calls == ["real", "synthetic"]
+    assert calls == ["real+synthetic"]

@@ -302,7 +302,7 @@ class Hooks:
     @property
     def compares_batches(self) -> bool:
         """The real run and the runs with fixes, which claim to train on the same batches."""
-        return self.spec.mode.mode in (Mode.REAL, Mode.FIX)
+        return self.spec.mode.mode in (Mode.REAL, Mode.REAL_SYNTHETIC, Mode.FIX)
 
     def _fingerprint(self, loader: LoaderState, batch: Any) -> dict[str, str | None]:
         """The make-up and values of a loader's first batches, where runs' batches are compared;
@@ -317,7 +317,7 @@ class Hooks:
 
     def _samples_key(self, loader: LoaderState, batch: Any, synthetic: bool) -> str | None:
         """An IterableDataset's batch in the real run: the digest that finds workers repeating samples."""
-        if not loader.iterable or synthetic or self.spec.mode.mode is not Mode.REAL:
+        if not loader.iterable or synthetic or self.spec.mode.mode not in (Mode.REAL, Mode.REAL_SYNTHETIC):
             return None
         try:
             return samples_key(batch)

@@ -28,20 +28,10 @@ from typing import Any
 from fastload_cli.records import UNCHANGED, EventKind
 from fastload_cli.runner.child.batches import safe_len
 from fastload_cli.runner.child.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
+from fastload_cli.runner.child.modes import NextAsked as _Next
 
 IN_PROCESS_LOCATION = "DataLoader (settings in turn)"
 DEFAULT_PREFETCH = 2  # torch's own, for a loader built with none (num_workers=0) that gets workers
-
-
-class _Next:
-    """The parent found the setting in force settled (``NEXT_SIGNAL``): the training loader takes
-    the next one at its next batch."""
-
-    asked = False
-
-
-def on_next_signal(signum: int, frame: object) -> None:
-    _Next.asked = True
 
 
 @dataclass

@@ -43,7 +43,7 @@ from fastload_cli.records.protocol import (
     PARENT_GONE,
     STOP_SIGNAL,
 )
-from fastload_cli.runner.child import hooks, in_process, stacks
+from fastload_cli.runner.child import hooks, modes, stacks
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import MeasurementDone, Stop, StopRun
@@ -195,8 +195,8 @@ def main() -> NoReturn:
         EventKind.HELLO, pid=os.getpid(), t_ns=time.monotonic_ns(), schedstat=installed.clock.schedstat, **_rank()
     )
     signal.signal(STOP_SIGNAL, _on_stop_signal)
-    if spec.mode.mode is Mode.IN_PROCESS:
-        signal.signal(NEXT_SIGNAL, in_process.on_next_signal)
+    if spec.mode.mode in (Mode.IN_PROCESS, Mode.REAL_SYNTHETIC):
+        signal.signal(NEXT_SIGNAL, modes.on_next_signal)
     reason, code = run_script(channel, script_file, module)
     Stop.finished = True
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)

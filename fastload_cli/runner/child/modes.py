@@ -23,13 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode, setting_location
+from fastload_cli.records import SYNTHETIC_LOCATION, UNCHANGED, ChildSpec, EventKind, Mode, setting_location
 from fastload_cli.records.protocol import STOP_SIGNAL
 from fastload_cli.runner.child import breakdown, samples, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len, to_cuda
 from fastload_cli.runner.child.channel import Channel
-
-SYNTHETIC_LOCATION = "synthetic replay"  # substitution events about the synthetic mode itself
 
 
 class MeasurementDone(BaseException):
@@ -51,6 +49,17 @@ class Stop:
     asked = False
     measured = False
     finished = False
+
+
+class NextAsked:
+    """The parent found what is in force measured (``NEXT_SIGNAL``): an in-process run's next
+    setting, or a real+synthetic run's replays, take over at the training loader's next batch."""
+
+    asked = False
+
+
+def on_next_signal(signum: int, frame: object) -> None:
+    NextAsked.asked = True
 
 
 def stop_if_asked() -> None:
@@ -256,6 +265,18 @@ class SyntheticReplay(Actuator):
 
 
 @dataclass
+class RealThenReplay(SyntheticReplay):
+    """``real+synthetic``: the script as it is until the parent says the real window has what it
+    needs (``NEXT_SIGNAL``); then the synthetic replay, as ``synthetic`` makes it, from the batch
+    after: the next batch delivered is cached, the workers are shut down, and every batch after
+    it, later epochs included, is a copy of it."""
+
+    @property
+    def switch_at(self) -> int:
+        return 1 if NextAsked.asked else sys.maxsize
+
+
+@dataclass
 class DeviceReplay(SyntheticReplay):
     """``synthetic-device``: the synthetic replay with the cached batch on the GPU the script
     trains on, each replay a copy made there, so that the script's ``.to(device)`` is a no-op and
@@ -302,6 +323,7 @@ ACTUATORS: dict[Mode, type[Actuator]] = {
     Mode.NO_AUG: NoAugmentation,
     Mode.SYNTHETIC: SyntheticReplay,
     Mode.SYNTHETIC_DEVICE: DeviceReplay,
+    Mode.REAL_SYNTHETIC: RealThenReplay,
     Mode.BREAKDOWN: BreakdownRun,
 }  # with the cached mode and the fixes: ``actuators.ACTUATORS``
 

@@ -11,6 +11,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
 from fastload_cli.runner.child import in_process as points
+from fastload_cli.runner.child import modes
 from fastload_cli.runner.child.modes import EpochState, LoaderState
 from tests.unit.child.test_interleave import Events
 
@@ -52,7 +53,7 @@ def run_epochs(
         epoch, batches = EpochState(loader=state, iterator_id=1), []
         while True:
             if state.batches == nudge_at:
-                points.on_next_signal(0, None)
+                modes.on_next_signal(0, None)
             try:
                 batches.append(actuator.next_batch(iterator, epoch, _BaseDataLoaderIter.__next__))
             except StopIteration:

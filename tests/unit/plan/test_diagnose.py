@@ -13,11 +13,12 @@ from fastload_cli import plan
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, follow_ups
 from fastload_cli.plan import state as plan_state
-from fastload_cli.records import Breakdown, Mode, RunResult
+from fastload_cli.records import Breakdown, Mode, ModeSpec, RunResult
 from tests.unit import builders as b
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=20)
 GIB = 2**30
+PAIR = (Mode.REAL, Mode.SYNTHETIC)
 
 
 def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> RunResult:
@@ -25,6 +26,9 @@ def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> Run
     max(10 ms, 80 ms / workers), 10 ms with free inputs); its two workers each keep ``busy_cores``
     of a core busy on a 16-core host, the machine 30% busy; its dataset has augmentation."""
     spec = config.spec
+    if spec.mode is Mode.REAL_SYNTHETIC:  # the pair in turn, in one run
+        real, synthetic = (pipeline(config.with_mode(ModeSpec(mode=m)), own=own, busy_cores=busy_cores) for m in PAIR)
+        return b.in_turn(real, synthetic)
     if spec.mode is Mode.BREAKDOWN:
         return dataclasses.replace(
             b.run("real", []), breakdown=Breakdown(loader_id=1, items=8, threads=1, ms_per_sample=2.0, steps=())
@@ -80,8 +84,10 @@ def labels(steps: list[Step]) -> list[str]:
 def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_follow_ups() -> None:
     outcome, steps, analyses = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
     ran = labels(steps)
-    # the modes in order (the device-resident replay only on CUDA), then the split of the pipeline
-    assert ran[:3] == ["real", "synthetic", "no-aug"]
+    # the modes in order (the device-resident replay only on CUDA), real and synthetic in one run
+    # of the script, then the split of the pipeline
+    assert ran[:2] == ["real+synthetic", "no-aug"]
+    assert [r.spec.label for r in outcome.runs[:3]] == ["real", "synthetic", "no-aug"]
     parts = [s.part for s in steps]
     assert parts.index(Part.SWEEP) > parts.index(Part.AFTER_MODES) > parts.index(Part.MODES)
     # the sweep predicts from the script's own 2 workers: 8 keep up with the 10 ms step
