@@ -73,10 +73,13 @@ def modes_of(run: RunResult) -> tuple[RunResult, ...]:
 
 def part_settled(run: Streamed) -> bool:
     """The part of a real+synthetic run in flight has a stable estimate (``settle.settled``): the
-    real part, or once the replays began, the synthetic part read as ``modes_of`` reads it."""
+    real part, or once the replays began, the synthetic part read as ``modes_of`` reads it. An
+    epoch of replays starts no workers, so the replays are never held for an epoch's start (the
+    real part's start-up, which asks for that, is not theirs)."""
     switch = first_replay(_own(run))
     if switch:
-        run = replace(run, warmup_batches=switch + 1, requested_batches=switch + 1 + run.requested_batches)
+        measured = run.requested_batches - run.warmup_batches
+        run = replace(run, warmup_batches=switch + 1, requested_batches=switch + 1 + measured, iterators=())
     return settled(run)
 
 

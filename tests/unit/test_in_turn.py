@@ -72,3 +72,17 @@ def test_in_flight_the_settle_rule_reads_the_part_in_force() -> None:
 
     assert not part_settled(streamed(real))
     assert part_settled(streamed(b.in_turn(real, synthetic)))
+
+
+def test_replays_are_not_held_for_an_epoch_start_the_real_part_asked_for() -> None:
+    # 40-batch epochs whose workers take 2 s to start: a real run waits for its second epoch before
+    # it settles, and a synthetic run of its own would not; nor do the replays after the real part
+    real_batches = b.batches([5.0] * 20, 5.0, start_ns=2_000 * b.MS)
+    loader = dataclasses.replace(b.loader(num_workers=2), batches_per_epoch=40)
+    real = b.run("real", real_batches, loaders=[loader], warmup=3, requested=60)
+    synthetic_batches = b.batches([0.05] * 30, 5.0)
+    synthetic = b.run("synthetic", synthetic_batches, loaders=[loader], warmup=3)
+    both = b.in_turn(real, synthetic)
+    view = Streamed(batches=both.batches, loaders=both.loaders, iterators=both.iterators,
+                    warmup_batches=3, requested_batches=60)  # fmt: skip
+    assert part_settled(view)
