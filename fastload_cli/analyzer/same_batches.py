@@ -40,6 +40,12 @@ def compare(real: RunResult, fixed: RunResult) -> BatchesCheck:
             f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: with "
             "in_order=False the batches arrive in another order",
         )
+    if any(spec.fix is Fix.WORKER_THREADS for spec in fixed.spec.fix_specs):
+        return BatchesCheck(
+            True,
+            f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: with "
+            "fewer threads in each worker, floating-point sums round in another order",
+        )
     loader = primary_loader(real)
     random = loader.augmentations if loader is not None else ()
     if random:
