@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from fastload_cli.records import (
+    SYNTHETIC_LOCATION,
     BatchLayout,
     BatchRecord,
     Breakdown,
@@ -75,6 +76,10 @@ class EventCollector:
         replaying one batch), or None before any."""
         busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
         return self._first_replay.get(busiest) if busiest is not None else None
+
+    def replay_refused(self) -> bool:
+        """The child said a loader's batch could not be copied: it stays real, and replays none."""
+        return any(s.location == SYNTHETIC_LOCATION for s in self.substitutions)
 
     def busiest_phases(self) -> list[PhaseMark]:
         """The PHASE marks of the busiest loader: those of an in-process run's training loader."""

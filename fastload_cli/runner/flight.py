@@ -15,6 +15,7 @@ import os
 import selectors
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +57,6 @@ SETTLE_COST_FACTOR = 10.0
 REACH_SHARE = 0.5
 REACH_MIN_S = 2.0
 POLL_S = 0.1
-REPLAY_WITHIN = 4  # a real+synthetic run's replays begin within this many batches of being asked for
 DRAIN_S = 1.0
 
 
@@ -215,13 +215,13 @@ class Flight:
 
     def _wanted(self) -> int:
         """The batches the part in force asks for: a real+synthetic run's replays as many after the
-        first (its step holds the workers' shutdown) as its real part measured; none where none
-        came within ``REPLAY_WITHIN`` batches of asking (a batch that could not be copied)."""
+        first (its step holds the workers' shutdown) as its real part measured; none where the
+        child said its batch could not be copied, and no end before the first replay came."""
         firsts = [c.first_replay() for c in self.collectors.values()]
         if self.switched_at is None:
             return self.config.requested_batches
         if None in firsts:
-            return self.switched_at + REPLAY_WITHIN
+            return self.switched_at if any(c.replay_refused() for c in self.collectors.values()) else sys.maxsize
         return max(f for f in firsts if f is not None) + 1 + self.config.max_batches
 
     def _enough(self, reason: StopReason) -> None:

@@ -97,3 +97,31 @@ def test_an_exception_is_kept_with_when_it_reached_the_child_and_the_bytes_are_c
     c.feed(data)
     assert c.error is not None and c.error.message == "boom" and c.raised_ns == 1234
     assert c.channel_bytes == len(data)
+
+
+def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal_ends_them() -> None:
+    from pathlib import Path
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.records import Mode, ModeSpec
+    from fastload_cli.runner.flight import Flight
+
+    flight = object.__new__(Flight)  # the parts of a run in flight that decide its batches, alone
+    flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=12).with_mode(
+        ModeSpec(mode=Mode.REAL_SYNTHETIC)
+    )
+    c = EventCollector()
+    flight.collectors, flight.switched_at = {0: c}, None
+    c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(20)))
+    assert flight._wanted() == flight.config.requested_batches  # the real part's
+    flight.switched_at = 20
+    c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(20, 30)))  # the child was ahead: no replay yet
+    assert flight._wanted() > 30
+    c.feed(line(**{**BATCH, "index": 30, "synthetic": True}))
+    assert flight._wanted() == 30 + 1 + 12  # as many after the first replay as the real part measured
+    refused = EventCollector()
+    flight.collectors = {0: refused}
+    refused.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(22)))
+    refused.feed(line(kind="substitution", loader_id=1, location="synthetic replay",
+                      original="Opaque batch cannot be copied", replacement="not replayed"))  # fmt: skip
+    assert flight._wanted() == 20  # nothing will be replayed: the run ends
