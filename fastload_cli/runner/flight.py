@@ -226,10 +226,10 @@ class Flight:
 
     def _enough(self, reason: StopReason) -> None:
         """The part in force is measured: a real+synthetic run's replays begin (the workers' memory
-        read while they still run), or the run stops."""
+        read while they still run; the first awaited as an epoch's near end is), or the run stops."""
         if self.config.spec.mode is Mode.REAL_SYNTHETIC and self.switched_at is None:
             self.host.read_memory_now()
-            self.switched_at, self.reaching_since = self.batches_done(), None
+            self.switched_at, self.reaching_since = self.batches_done(), time.monotonic()
             self._signal(NEXT_SIGNAL)
         else:
             self.ask_stop(reason)
@@ -247,7 +247,7 @@ class Flight:
 
     def _reach_spent(self) -> bool:
         since = self.reaching_since
-        if since is None:
+        if since is None or (self.switched_at is not None and self._wanted() < sys.maxsize):
             return False
         ran_s = since - self.before.started_ns / 1e9
         return time.monotonic() - since > max(REACH_MIN_S, REACH_SHARE * ran_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from fastload_cli.records import StopReason
 from fastload_cli.runner.collect import EventCollector
@@ -104,7 +105,7 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
 
     from fastload_cli.config import RunConfig
     from fastload_cli.records import Mode, ModeSpec
-    from fastload_cli.runner.flight import Flight
+    from fastload_cli.runner.flight import Before, Flight
 
     flight = object.__new__(Flight)  # the parts of a run in flight that decide its batches, alone
     flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=12).with_mode(
@@ -117,8 +118,17 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
     flight.switched_at = 20
     c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(20, 30)))  # the child was ahead: no replay yet
     assert flight._wanted() > 30
+    # ... waited for as an epoch's near end is: not past a while (a script gone to do other things)
+    flight.before = Before(
+        started_ns=time.monotonic_ns() - 10 * 10**9, cpu_s=0.0, memory_available=None, oom_kills=None
+    )
+    flight.reaching_since = time.monotonic() - 1.0
+    assert not flight._reach_spent()
+    flight.reaching_since = time.monotonic() - 30.0
+    assert flight._reach_spent()
     c.feed(line(**{**BATCH, "index": 30, "synthetic": True}))
     assert flight._wanted() == 30 + 1 + 12  # as many after the first replay as the real part measured
+    assert not flight._reach_spent()  # the replays came: their measurement takes what it takes
     refused = EventCollector()
     flight.collectors = {0: refused}
     refused.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(22)))
