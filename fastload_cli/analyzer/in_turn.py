@@ -34,9 +34,9 @@ from fastload_cli.records import (
     Streamed,
 )
 
-REAL = ModeSpec(mode=Mode.REAL)
+REAL, SYNTHETIC = ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)
 Sample = TypeVar("Sample", HostSample, GpuSample)
-SYNTHETIC = ModeSpec(mode=Mode.SYNTHETIC)
+Run = TypeVar("Run", RunResult, Streamed)
 
 
 def modes_of(run: RunResult) -> tuple[RunResult, ...]:
@@ -44,8 +44,8 @@ def modes_of(run: RunResult) -> tuple[RunResult, ...]:
     batch was replayed."""
     own = _own(run)
     switch = first_replay(own)
+    substitutions = tuple(s for s in run.substitutions if s.location != SYNTHETIC_LOCATION)
     if not switch:
-        substitutions = tuple(s for s in run.substitutions if s.location != SYNTHETIC_LOCATION)
         return (replace(run, spec=REAL, substitutions=substitutions),)
     last = own[switch].wait_start_ns  # the loop asked for the first replay: the last real step is over
     real = replace(
@@ -59,16 +59,12 @@ def modes_of(run: RunResult) -> tuple[RunResult, ...]:
         ended_ns=last,
         iterators=tuple(it for it in run.iterators if it.started_ns <= last),
         batches=tuple(b for b in run.batches if b.wait_end_ns <= last),
-        substitutions=tuple(s for s in run.substitutions if s.location != SYNTHETIC_LOCATION),
+        substitutions=substitutions,
         host_samples=_through(run.host_samples, last),
         gpu_samples=_through(run.gpu_samples, last),
         stuck_at=(),
     )
-    measured = run.requested_batches - run.warmup_batches  # as many replays as the real part asked for
-    synthetic = replace(
-        run, spec=SYNTHETIC, warmup_batches=switch + 1, requested_batches=switch + 1 + measured, profile=None
-    )
-    return real, synthetic
+    return real, replace(_replays(run, switch), spec=SYNTHETIC, profile=None)
 
 
 def part_settled(run: Streamed) -> bool:
@@ -78,9 +74,15 @@ def part_settled(run: Streamed) -> bool:
     real part's start-up, which asks for that, is not theirs)."""
     switch = first_replay(_own(run))
     if switch:
-        measured = run.requested_batches - run.warmup_batches
-        run = replace(run, warmup_batches=switch + 1, requested_batches=switch + 1 + measured, iterators=())
+        run = replace(_replays(run, switch), iterators=())
     return settled(run)
+
+
+def _replays(run: Run, switch: int) -> Run:
+    """``run`` read from its first replay (the batch at ``switch``): its warm-up up to it and its
+    step, and as many replays after it as the real part asked for."""
+    measured = run.requested_batches - run.warmup_batches
+    return replace(run, warmup_batches=switch + 1, requested_batches=switch + 1 + measured)
 
 
 def _through(samples: tuple[Sample, ...], end_ns: int) -> tuple[Sample, ...]:

@@ -6,7 +6,8 @@ tensors' paths, dtypes and shapes, and a digest of their bytes), with the genera
 as the first loader is built, so both runs draw the same shuffle order and the same workers' seeds.
 Shapes and dtypes must match. Values must match too where the pipeline draws nothing at random;
 where it does (random augmentation), a different number of workers draws differently, and only the
-make-up is compared, and so it is where the fix lets batches arrive out of order. Pure.
+make-up is compared, and so it is where the fix lets batches arrive out of order or computes them
+with fewer threads (``VALUES_NOT_COMPARED``). Pure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer.window import loader_batches, primary_loader
 from fastload_cli.records import BatchRecord, Fix, RunResult
+
+# Fixes whose batches hold the same samples in other bytes or another order: only their make-up is compared.
+VALUES_NOT_COMPARED = {
+    Fix.IN_ORDER: "with in_order=False the batches arrive in another order",
+    Fix.WORKER_THREADS: "with fewer threads in each worker, floating-point sums round in another order",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +41,11 @@ def compare(real: RunResult, fixed: RunResult) -> BatchesCheck:
                 False,
                 f"changes the batches: batch {position} holds {b.layout_key}, the unchanged script's {a.layout_key}",
             )
-    if any(spec.fix is Fix.IN_ORDER for spec in fixed.spec.fix_specs):
+    why = next((VALUES_NOT_COMPARED[s.fix] for s in fixed.spec.fix_specs if s.fix in VALUES_NOT_COMPARED), None)
+    if why is not None:
         return BatchesCheck(
             True,
-            f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: with "
-            "in_order=False the batches arrive in another order",
-        )
-    if any(spec.fix is Fix.WORKER_THREADS for spec in fixed.spec.fix_specs):
-        return BatchesCheck(
-            True,
-            f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: with "
-            "fewer threads in each worker, floating-point sums round in another order",
+            f"the same make-up (dtypes and shapes) for the first {len(pairs)} batches; values not compared: {why}",
         )
     loader = primary_loader(real)
     random = loader.augmentations if loader is not None else ()

@@ -14,7 +14,7 @@ from dataclasses import replace
 from fastload_cli.analyzer import pathologies, split
 from fastload_cli.analyzer.caveats import disturbed
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
-from fastload_cli.analyzer.in_turn import part_settled
+from fastload_cli.analyzer.in_turn import REAL, SYNTHETIC, part_settled
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
 from fastload_cli.analyzer.settle import epoch_end_near, settled
@@ -26,7 +26,6 @@ from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason
 
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
-REAL, SYNTHETIC = ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)
 APART = (
     "Real and synthetic run as two starts of the script: the ranks of a data-parallel job are not "
     "switched to replays within one run."

@@ -74,7 +74,7 @@ class EventCollector:
     def first_replay(self) -> int | None:
         """The busiest loader's batches before its first replayed one (a run that switched to
         replaying one batch), or None before any."""
-        busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
+        busiest = self._busiest()
         return self._first_replay.get(busiest) if busiest is not None else None
 
     def replay_refused(self) -> bool:
@@ -83,8 +83,12 @@ class EventCollector:
 
     def busiest_phases(self) -> list[PhaseMark]:
         """The PHASE marks of the busiest loader: those of an in-process run's training loader."""
-        busiest = max(self._per_loader, key=self._per_loader.__getitem__, default=None)
+        busiest = self._busiest()
         return [m for m in self.phases if m.loader_id == busiest]
+
+    def _busiest(self) -> int | None:
+        """The loader that delivered the most batches (the training loader, as a rule)."""
+        return max(self._per_loader, key=self._per_loader.__getitem__, default=None)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -217,9 +217,9 @@ class Flight:
         """The batches the part in force asks for: a real+synthetic run's replays as many after the
         first (its step holds the workers' shutdown) as its real part measured; none where the
         child said its batch could not be copied, and no end before the first replay came."""
-        firsts = [c.first_replay() for c in self.collectors.values()]
         if self.switched_at is None:
             return self.config.requested_batches
+        firsts = [c.first_replay() for c in self.collectors.values()]
         if None in firsts:
             return self.switched_at if any(c.replay_refused() for c in self.collectors.values()) else sys.maxsize
         return max(f for f in firsts if f is not None) + 1 + self.config.max_batches
