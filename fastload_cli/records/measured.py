@@ -29,6 +29,10 @@ class LoaderInfo:
     original_num_workers: int | None = None  # set when a workers=N mode overrode it
     framework: str | None = None  # the training framework that built or wrapped it ("transformers", "timm", ...)
     batches_per_epoch: int | None = None  # len(loader), map-style: drop_last and a last partial batch counted
+    # Where the script built it: the file and line of the constructor's call, the class called
+    call_file: str | None = None
+    call_line: int | None = None
+    call_class: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +72,8 @@ class BatchRecord:
     # An IterableDataset's batch: a digest of its first and last samples, to find workers that
     # yield the same samples (None: a map-style dataset, whose sampler hands out distinct indices).
     samples_key: str | None = None
+    # the digest of the sample indices it was drawn for (map-style; runs whose batches are compared)
+    indices_key: str | None = None
 
     @property
     def wait_ns(self) -> int:

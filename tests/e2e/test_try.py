@@ -81,3 +81,20 @@ def test_try_without_a_fix_or_with_an_unknown_one_is_a_usage_error() -> None:
     assert done.returncode == 2 and "unknown fix 'faster-disks'" in done.stderr and "cache-decoded" in done.stderr
     done = run_fastload("try", SCRIPT, timeout=60)
     assert done.returncode == 2 and "at least one --fix" in done.stderr
+
+
+def test_a_cache_that_keeps_the_first_epochs_samples_is_refused_by_the_data_guard() -> None:
+    # the script changes its samples every epoch (set_epoch); a cache keyed by index keeps epoch 1's
+    done = run_fastload("try", str(SCRIPTS / "stale_cache.py"), "--fix", "cache-decoded", "--json", "-", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [fix] = json.loads(done.stdout)["fixes"]
+    assert fix["measured"] and fix["same_batches"] is False, fix["batches"]
+    assert fix["batches"].startswith("batch 0 of epoch 2 holds other values"), fix["batches"]
+
+
+def test_a_fix_that_keeps_the_data_is_not_refused_where_the_next_epoch_changes_it() -> None:
+    # the same script kept its workers across epochs: each epoch's samples are made afresh
+    done = run_fastload("try", str(SCRIPTS / "stale_cache.py"), "--fix", "persistent-workers", "--json", "-", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [fix] = json.loads(done.stdout)["fixes"]
+    assert fix["measured"] and fix["same_batches"] is True, fix["batches"]

@@ -78,14 +78,14 @@ def batch_layout(batch: Any) -> list[dict[str, Any]]:
 FINGERPRINTED = 4  # a loader's first batches whose make-up and values are fingerprinted
 
 
-def fingerprint(batch: Any) -> tuple[str, str | None]:
+def fingerprint(batch: Any, values: bool = True) -> tuple[str, str | None]:
     """(layout, values) of a batch: its tensors' paths, shapes and dtypes as text, and a digest of
-    their bytes (None where a tensor is not on the CPU, or its bytes cannot be read). Two runs
-    that trained on the same batch give the same pair."""
+    their bytes (None where a tensor is not on the CPU, or its bytes cannot be read, or where
+    ``values`` is False). Two runs that trained on the same batch give the same pair."""
     import hashlib
 
     layout, digest = [], hashlib.blake2b(digest_size=12)
-    readable = True
+    readable = values
     for path, t in itertools.islice(tensor_leaves(batch), MAX_LEAVES):
         layout.append(f"{path} {str(t.dtype).removeprefix('torch.')} {list(t.shape)}")
         if not readable or t.device.type != "cpu":

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import UNCHANGED, ChildSpec, EventKind, Mode
-from fastload_cli.runner.child import transforms
+from fastload_cli.runner.child import draws, transforms
 from fastload_cli.runner.child.actuators import actuator
 from fastload_cli.runner.child.batches import (
     FINGERPRINTED,
@@ -51,6 +51,7 @@ from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.clock import ThreadClock, delta
 from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce, stop_if_asked
+from fastload_cli.runner.child.sites import call_site, framework_on_stack
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 
@@ -78,6 +79,8 @@ class Hooks:
         loader_cls.__init__ = self._wrap_init(loader_cls.__init__)
         loader_cls.__iter__ = self._wrap_iter(loader_cls.__iter__)
         iter_cls.__next__ = self._wrap_next(iter_cls.__next__)
+        if self.compares_batches:
+            draws.install(iter_cls)
         workers_cls = getattr(module, "_MultiProcessingDataLoaderIter", None)
         if workers_cls is not None and hasattr(workers_cls, "_process_data"):
             workers_cls._process_data = _noting_worker(workers_cls._process_data)
@@ -102,12 +105,12 @@ class Hooks:
                 seed_everything()
             original_workers = hooks.mode.before_init(bound.arguments, loader_id)
             original(*bound.args, **bound.kwargs)
-            hooks._after_init(loader, loader_id, original_workers, framework_on_stack(sys._getframe(1)))
+            hooks._after_init(loader, loader_id, original_workers, sys._getframe(1))
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         return __init__
 
-    def _after_init(self, loader: Any, loader_id: int, original_workers: int | None, framework: str | None) -> None:
+    def _after_init(self, loader: Any, loader_id: int, original_workers: int | None, caller: Any) -> None:
         keep = frozenset(self.spec.keep_transforms)
         drop = frozenset(self.spec.drop_transforms)
         try:
@@ -138,7 +141,8 @@ class Hooks:
             multiprocessing_context=context.get_start_method() if context is not None else None,
             augmentations=[f.original for f in found],
             original_num_workers=original_workers,
-            framework=framework,
+            framework=framework_on_stack(caller),
+            **_site(caller, loader),
         )
 
     # -- DataLoader.__iter__ ---------------------------------------------------------------
@@ -157,7 +161,10 @@ class Hooks:
             if not hasattr(iterator, "_num_yielded"):
                 return iterator  # not a DataLoader iterator we can time
             reused = getattr(iterator, "_fastload_epoch", None) is not None
-            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids), inner=state.outer)
+            epoch = EpochState(
+                loader=state, iterator_id=next(hooks._iterator_ids), inner=state.outer, ordinal=state.epochs
+            )
+            state.epochs += not state.outer
             iterator._fastload_epoch = epoch
             hooks.channel.emit(
                 EventKind.ITERATOR,
@@ -198,7 +205,8 @@ class Hooks:
                 inner = iter(original(loader))
             finally:
                 _outer_calls.active = False
-            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids))
+            epoch = EpochState(loader=state, iterator_id=next(hooks._iterator_ids), ordinal=state.epochs)
+            state.epochs += 1
             hooks.channel.emit(
                 EventKind.ITERATOR,
                 loader_id=state.loader_id,
@@ -255,7 +263,10 @@ class Hooks:
         end = time.monotonic_ns()
         cpu1, runq1 = self.clock.read()
         self.clock.mark(cpu1, runq1)
-        self._delivered(epoch, batch, (start, end), (cpu1 - cpu0, delta(runq0, runq1)), since, synthetic, worker)
+        drawn = draws.next_key(iterator) if self.compares_batches else None
+        self._delivered(
+            epoch, batch, (start, end), (cpu1 - cpu0, delta(runq0, runq1)), since, synthetic, (worker, drawn)
+        )
         return batch
 
     def _delivered(
@@ -266,7 +277,7 @@ class Hooks:
         waiting: tuple[int, int | None],
         stepping: tuple[int | None, int | None],
         synthetic: bool,
-        worker: int | None = None,
+        made: tuple[int | None, str | None] = (None, None),  # the worker that made it, its draw's digest
     ) -> None:
         loader = epoch.loader
         try:
@@ -275,7 +286,7 @@ class Hooks:
             samples, nbytes = 1, 0
         self.channel.emit(
             EventKind.BATCH,
-            **self._fingerprint(loader, batch),
+            **self._fingerprint(epoch, batch),
             loader_id=loader.loader_id,
             iterator_id=epoch.iterator_id,
             index=epoch.index,
@@ -288,7 +299,8 @@ class Hooks:
             step_cpu_ns=stepping[0],
             step_runq_ns=stepping[1],
             synthetic=synthetic,
-            worker=worker,
+            worker=made[0],
+            indices_key=made[1],
             samples_key=self._samples_key(loader, batch, synthetic),
         )
         if loader.batches == 0:
@@ -304,20 +316,23 @@ class Hooks:
         """The real run and the runs with fixes, which claim to train on the same batches."""
         return self.spec.mode.mode in (Mode.REAL, Mode.REAL_SYNTHETIC, Mode.FIX)
 
-    def _fingerprint(self, loader: LoaderState, batch: Any) -> dict[str, str | None]:
-        """The make-up and values of a loader's first batches, where runs' batches are compared;
-        taken inside the warm-up only, so it never lands in a measured step."""
-        if not self.compares_batches or loader.batches >= min(FINGERPRINTED, self.spec.warmup):
+    def _fingerprint(self, epoch: EpochState, batch: Any) -> dict[str, str | None]:
+        """The make-up and values of a loader's first batches, where runs' batches are compared,
+        taken inside the warm-up, so it never lands in a measured step; and of its second epoch's
+        first batches, a sample of their values, a few microseconds a batch (a cache that keeps
+        the first epoch's samples gives itself away there)."""
+        first = epoch.loader.batches < min(FINGERPRINTED, self.spec.warmup)
+        if not self.compares_batches or not (first or (epoch.ordinal == 1 and epoch.index < FINGERPRINTED)):
             return {}
         try:
-            layout, values = fingerprint(batch)
+            layout, values = fingerprint(batch) if first else (fingerprint(batch, values=False)[0], samples_key(batch))
         except Exception:  # describing the batch is a nicety, never worth breaking the script
             return {}
         return {"layout_key": layout, "values_key": values}
 
     def _samples_key(self, loader: LoaderState, batch: Any, synthetic: bool) -> str | None:
         """An IterableDataset's batch in the real run: the digest that finds workers repeating samples."""
-        if not loader.iterable or synthetic or self.spec.mode.mode not in (Mode.REAL, Mode.REAL_SYNTHETIC):
+        if not loader.iterable or synthetic or not self.compares_batches:
             return None
         try:
             return samples_key(batch)
@@ -406,16 +421,9 @@ def install(channel: Channel, spec: ChildSpec) -> Hooks:
     return hooks
 
 
-# Training frameworks that build a DataLoader for the user, or wrap the user's, in the order that
-# decides which one the user configures it through: Hugging Face's Trainer builds its loader and
-# accelerate then wraps it, but the user sets it in TrainingArguments.
-FRAMEWORKS = ("transformers", "timm", "lightning", "pytorch_lightning", "accelerate")
-
-
-def framework_on_stack(frame: Any, depth: int = 40) -> str | None:
-    """The training framework among the callers that are constructing a DataLoader, or None."""
-    seen: set[str] = set()
-    while frame is not None and depth > 0:
-        seen.add(str(frame.f_globals.get("__name__", "")).split(".")[0])
-        frame, depth = frame.f_back, depth - 1
-    return next((name for name in FRAMEWORKS if name in seen), None)
+def _site(caller: Any, loader: Any) -> dict[str, Any]:
+    """Where the script built ``loader``: the file and line of the call, and the class it called."""
+    found = call_site(caller, loader)
+    if found is None:
+        return {}
+    return {"call_file": found[0], "call_line": found[1], "call_class": type(loader).__name__}

@@ -76,6 +76,7 @@ class LoaderState:
     collated: bool
     iterable: bool = False  # an IterableDataset: its batches' samples are digested (workers may repeat them)
     batches: int = 0  # delivered so far, all epochs
+    epochs: int = 0  # iterators started so far
     # The loader's class overrides __iter__ (a background-thread prefetcher, say): batches are
     # timed where its iterator hands them to the loop, and the base iterator inside stays silent.
     outer: bool = False
@@ -89,6 +90,7 @@ class EpochState:
     iterator_id: int
     index: int = 0
     inner: bool = False  # a base iterator inside an overriding __iter__: not timed, not reported
+    ordinal: int = 0  # the loader's epochs before this one
 
 
 Produce = Callable[[Any], Any]
