@@ -21,6 +21,12 @@ rounds:
 - a pathology's fix, where diagnose verified it: ``deliver-out-of-order``, ``in_order=False``
   given to the DataLoader; ``one-thread-per-worker``, ``worker_init_fn=WorkerThreads(1)``.
 
+With ``--patches``, what is followed is ``fastload fix``'s patch itself, as a user adopts it: the
+case's folder copied, ``fastload fix SCRIPT --patch`` run there, the diff applied with ``patch
+-p1`` to a second copy, and the patched script against the script as written in alternated plain
+runs. The patch comes true when it realizes at least the low end of the interval ``fix``
+reported (its slowest round) divided by (1 + noise).
+
 Each plain run trains ``--epochs`` epochs of the script (its busiest loader's), each cut at
 ``--epoch-batches`` batches where the script's epochs are longer. Caching and no-aug
 promise a steady state, so both arms are timed over the epochs after the first (the one-off
@@ -35,9 +41,11 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -61,11 +69,13 @@ RATE = re.compile(r"^W (\w+) .* all (\d+) warm (\d+) filling ([\d.]+)$", re.MULT
 EPOCHS = ["--epochs", "4", "--epoch-batches", "400"]  # plain_epochs.py's, as the options set them
 
 
-def plain_rate(case: Case, workers: str, options: tuple[str, ...], which: str, script_args: list[str]) -> float:
+def plain_rate(
+    case: Case, workers: str, options: tuple[str, ...], which: str, script_args: list[str], path: Path | None = None
+) -> float:
     """Samples/s of one plain run of ``case`` (``workers``: a setting, or "own"), over all its epochs
-    or the warm ones, with ``options`` given to plain_epochs.py."""
+    or the warm ones, with ``options`` given to plain_epochs.py; ``path``: a copy of its script."""
     script = [sys.executable, str(ROOT / "scripts" / "plain_epochs.py"), *EPOCHS, *options]
-    command = [*script, workers, str(case.script)]
+    command = [*script, workers, str(path or case.script)]
     # in the case's own environment (a smaller /dev/shm, fewer open files), as its user runs it
     done = subprocess.run([*case.prefix, *command, *script_args], cwd=ROOT, capture_output=True, text=True, check=False)
     found = RATE.findall(done.stderr)
@@ -144,6 +154,46 @@ def realized(case: Case, arms: Arms, promised: float, rounds: int) -> dict:
             "epochs": which, "rates": found}  # fmt: skip
 
 
+KEPT = re.compile(r"^  (\S+)\s+([\d.]+)x \(([\d.]+)x-([\d.]+)x over \d+ rounds\)\s+kept$", re.MULTILINE)
+
+
+def follow_patch(case: Case, rounds: int) -> list[dict]:
+    """``fastload fix``'s patch of ``case``, applied with ``patch -p1`` to a copy of its folder and
+    followed in plain runs against the script as written; no row where fix kept no change."""
+    script_args = [a.replace("{jpegs}", str(jpegs())) for a in case.args]
+    with tempfile.TemporaryDirectory(prefix="bench-fix-") as folder:
+        written, patched = Path(folder) / "written", Path(folder) / "patched"
+        for copy in (written, patched):
+            shutil.copytree(case.script.parent, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        command = [*case.prefix, sys.executable, "-m", "fastload_cli", "fix", case.script.name, "--patch", "fix.diff"]
+        done = subprocess.run([*command, "--", *script_args], cwd=written, capture_output=True, text=True, check=False)
+        kept = KEPT.search(done.stdout)
+        if done.returncode != 0 or kept is None:
+            why = done.stderr[-600:] if done.returncode else "no change kept"
+            return [{"case": case.name, "recommendation": "fix", "promised": 0.0, "applied": False, "why": why}]
+        diff = (written / "fix.diff").read_text()
+        subprocess.run(["patch", "-p1", "--quiet"], input=diff, text=True, cwd=patched, check=True)
+        name, gain, low, high = kept.group(1), *(float(kept.group(i)) for i in (2, 3, 4))
+        row = {"case": case.name, "recommendation": f"fix:{name}", "promised": gain, "interval": [low, high]}
+        found = alternated(
+            {
+                "as written": functools.partial(
+                    plain_rate, case, "own", (), "all", script_args, written / case.script.name
+                ),
+                "patched": functools.partial(
+                    plain_rate, case, "own", (), "all", script_args, patched / case.script.name
+                ),
+            },
+            rounds,
+        )
+    ratios = [a / b for a, b in zip(found["patched"], found["as written"], strict=True)]
+    realized = statistics.median(ratios)
+    noise = (max(ratios) - min(ratios)) / 2 / realized if realized else 0.0
+    true = realized >= low / (1 + noise) and realized >= 1 / (1 + noise)
+    return [{**row, "applied": True, "realized": round(realized, 3), "noise": round(noise, 3), "comes_true": true,
+             "epochs": "all", "rates": found, "diff": diff}]  # fmt: skip
+
+
 def printed(row: dict) -> str:
     head = f"{row['case']:<22}{row['recommendation']:<24}x{row['promised']:<8.2f}"
     if not row["applied"]:
@@ -159,13 +209,17 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=4, help="epochs of each plain run")
     parser.add_argument("--epoch-batches", type=int, default=400, help="batches of each epoch at most")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--patches", action="store_true", help="follow fastload fix's patches themselves")
     args = parser.parse_args()
     EPOCHS[1], EPOCHS[3] = str(args.epochs), str(args.epoch_batches)
     print(f"{'case':<22}{'recommendation':<24}{'promised':<9}{'realized':<9}noise", flush=True)
     rows = []
     for case in chosen_cases(args.cases, gpu=False):
-        report, _ = diagnose(case, [])
-        found = follow(case, report, args.rounds) if "failed" not in report else []
+        if args.patches:
+            found = follow_patch(case, args.rounds)
+        else:
+            report, _ = diagnose(case, [])
+            found = follow(case, report, args.rounds) if "failed" not in report else []
         if not found:
             print(f"{case.name:<22}(no measured recommendation to follow)", flush=True)
         for row in found:

@@ -101,7 +101,7 @@ def refusal(fixes: Sequence[FixSpec], fix: FixSpec, loader: LoaderInfo | None, c
 def code(fixes: Sequence[FixSpec], loader: LoaderInfo | None) -> str:
     """The change that makes ``fixes`` permanent, as the user writes it: the loader's settings in
     one line, then each fix from ``fastload_cli.fixes``."""
-    settings = [(name, value) for fix in fixes for name, value in _settings(fix)]
+    settings = [(name, value) for fix in fixes for name, value in loader_settings(fix)]
     lines = [loader_change(loader, settings)] if settings else []
     threads = next((f.value for f in fixes if f.fix is Fix.WORKER_THREADS), 1)
     wrappers = {
@@ -120,7 +120,8 @@ def code(fixes: Sequence[FixSpec], loader: LoaderInfo | None) -> str:
     return "\n".join(lines)
 
 
-def _settings(fix: FixSpec) -> list[tuple[str, object]]:
+def loader_settings(fix: FixSpec) -> list[tuple[str, object]]:
+    """The DataLoader arguments ``fix`` sets, as the user writes them (none for a wrapper)."""
     found = {
         Fix.PERSISTENT_WORKERS: ("persistent_workers", True),
         Fix.PREFETCH_FACTOR: ("prefetch_factor", fix.value),

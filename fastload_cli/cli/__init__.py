@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,9 +24,11 @@ from fastload_cli.cli.gating import make_gates
 from fastload_cli.cli.groups import grouped
 from fastload_cli.cli.launcher import LaunchOptions, fixed_plan, launched, with_launcher
 from fastload_cli.cli.options import (
+    Apply,
     Breakdown,
     Chatter,
     Debug,
+    EpochBatches,
     FixOption,
     GateOptions,
     InProcess,
@@ -35,11 +38,15 @@ from fastload_cli.cli.options import (
     Modes,
     NoSweep,
     Outputs,
+    PatchPath,
+    PlainEpochs,
     PySpy,
+    Rounds,
     Script,
     ScriptArgs,
     Target,
     Transforms,
+    Yes,
 )
 from fastload_cli.cli.run import STDOUT, Output, check_writable, error_boundary, note, outputs, run_command
 from fastload_cli.cli.typed import Typed, given
@@ -228,6 +235,48 @@ def try_fixes(
         what = given(script, script_args, target.module)
         out, base = prepare(Command.TRY, what, measure, outputs, gates, launch, out)
         run_command(Command.TRY, base, TryFixes(parse_fixes(fix)), out)
+
+
+@command()
+@grouped
+def fix(
+    script: Script = None,
+    script_args: ScriptArgs = None,
+    patch: PatchPath = None,
+    apply: Apply = False,
+    yes: Yes = False,
+    rounds: Rounds = 3,
+    epochs: PlainEpochs = 3,
+    epoch_batches: EpochBatches = 50,
+    *,
+    target: Target,
+    measure: Measure,
+    outputs: Outputs,
+    chatter: Chatter,
+) -> None:
+    """Diagnose SCRIPT, write each recommendation fastload can express as a change to your code
+    (the DataLoader's arguments where it is built, a fixes-library wrapper) into a copy of it, and
+    prove each copy against the script as it is in alternated plain runs, with no fastload inside.
+    The change that is faster in every round (the winners combined, where that is faster still)
+    is shown as a unified diff, written with --patch, or applied with --apply.
+
+    What cannot be written as a change (a loader a framework builds, arguments passed as
+    **kwargs, advice about the data or the transforms) is named with the reason.
+    """
+    with error_boundary(chatter.output()) as out:
+        from fastload_cli.cli.fixing import FixChoices, run_fix
+        from fastload_cli.runner.plain import PlainSettings
+
+        what = given(script, script_args, target.module)
+        if apply and not yes and not sys.stdin.isatty():
+            raise UsageError("--apply asks before it changes a file, and no one can answer here", "add --yes")
+        if patch is not None:
+            check_writable(patch)
+        out, base = prepare(Command.DIAGNOSE, what, measure, outputs, GateOptions(), LaunchOptions(), out)
+        if base.launcher is not None:
+            raise UsageError("fastload fix proves a change in plain runs of one process", "run it without a launcher")
+        plain = PlainSettings(epochs=epochs, epoch_batches=epoch_batches, timeout_s=measure.timeout)
+        run_fix(base, out, FixChoices(patch=patch, apply=apply, yes=yes, rounds=rounds, plain=plain))
 
 
 @command()

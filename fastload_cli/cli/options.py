@@ -51,6 +51,24 @@ OutputTo = Annotated[
         metavar="FORMAT=PATH",
     ),
 ]
+PatchPath = Annotated[
+    str | None,
+    typer.Option("--patch", help="Write the proven change here as a unified diff (apply it with patch -p1)."),
+]
+Apply = Annotated[
+    bool,
+    typer.Option(
+        "--apply", help="Apply the proven change to your files, after a confirmation; originals kept as FILE.orig."
+    ),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="--apply without asking.")]
+Rounds = Annotated[
+    int, typer.Option("--rounds", min=1, help="Rounds of plain runs, each the script as it is and every change.")
+]
+PlainEpochs = Annotated[int, typer.Option("--epochs", min=1, help="Epochs each plain run trains.")]
+EpochBatches = Annotated[
+    int, typer.Option("--epoch-batches", min=1, help="Each plain run's epochs end after this many batches.")
+]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks for fastload errors.")]
 ShowOutput = Annotated[bool, typer.Option("--show-output", help="Stream the script's own output to stderr.")]

@@ -79,13 +79,23 @@ def check_writable(path: str) -> None:
 
 
 def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -> None:
-    """Execute the command's runs, analyse, report; exits with 130/143 when interrupted."""
+    """Execute the command's runs, analyse, report, judge the gates; exits with 130/143 when interrupted."""
+    _, report = run_measured(command, base, planned, out)
+    if report is not None:
+        from fastload_cli.cli.gating import judge
+
+        judge(report, out)
+
+
+def run_measured(command: Command, base: RunConfig, planned: Plan, out: Output) -> tuple[Outcome, Report | None]:
+    """The command's runs, analysed, and the report written in every requested format; exits with
+    130/143 when interrupted."""
     from fastload_cli.samplers.gpu import open_nvml
 
     nvml = open_nvml()
     try:
         started = time.monotonic()
-        with _terminate_as_interrupt() as terminated:
+        with terminate_as_interrupt() as terminated:
             outcome = _run_with_progress(base, planned, nvml, out)
         report = make_report(command, base, outcome, nvml, time.monotonic() - started)
     finally:
@@ -97,10 +107,7 @@ def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -
         measured = " The partial report covers what was measured." if report else " Nothing was measured."
         note(out, "Interrupted." + measured)
         raise typer.Exit(STOP_SIGNALS.get(terminated.get("signal", 0), EXIT_INTERRUPTED))
-    if report is not None:
-        from fastload_cli.cli.gating import judge
-
-        judge(report, out)
+    return outcome, report
 
 
 def make_report(command: Command, base: RunConfig, outcome: Outcome, nvml: Any, total_s: float) -> Report | None:
@@ -236,7 +243,7 @@ def _tail_lines(text: str, lines: int = 25) -> str:
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[dict[str, int]]:
+def terminate_as_interrupt() -> Iterator[dict[str, int]]:
     """SIGTERM and SIGHUP (the terminal or the ssh session gone) end a command the way Ctrl-C
     does (a clean stop, the partial report): exit 143 and 129."""
     seen: dict[str, int] = {}

@@ -13,6 +13,8 @@ import signal
 _ON_PATH = "import sys; sys.path[: sys.path[:1] == [''] ] = [sys.argv.pop(1)]; "
 # The child's entry, started as ``python -c BOOTSTRAP <package parent> <ChildSpec JSON> script args...``.
 BOOTSTRAP = _ON_PATH + "from fastload_cli.runner.child.main import main; main()"
+# A plain run (``fastload fix``'s proof): ``python -c PLAIN <package parent> <settings JSON> script args...``.
+PLAIN = _ON_PATH + "from fastload_cli.runner.child.plain import main; main()"
 # The warm starter's entry: ``python -c STARTER <package parent>``; it imports the preloads, then forks runs.
 STARTER = _ON_PATH + "from fastload_cli.runner.child.starter import serve; serve()"
 # A data-parallel job's launcher: ``python -c AGENT <fastload's pid> <torch.distributed.run's arguments>``.

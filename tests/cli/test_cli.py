@@ -22,7 +22,7 @@ def invoke(*args: str):
 def test_help_lists_the_commands() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("diagnose", "synthetic-compare", "sweep-workers", "demo"):
+    for command in ("diagnose", "synthetic-compare", "sweep-workers", "try", "fix", "demo"):
         assert command in result.output
 
 
@@ -167,3 +167,20 @@ def test_a_report_is_written_whole_or_not_at_all(tmp_path, monkeypatch) -> None:
         running.write_atomically(target, "a report that never lands")
     assert target.read_text() == "the new report"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+
+
+def test_fix_apply_where_no_one_can_confirm_is_a_usage_error_before_any_run() -> None:
+    result = invoke("fix", str(SCRIPTS / "toy_train.py"), "--apply")  # the test's stdin is no terminal
+    assert result.exit_code == 2
+    assert "--apply asks before it changes a file" in result.output and "--yes" in result.output
+
+
+def test_fix_under_a_launcher_is_a_usage_error() -> None:
+    result = invoke("fix", "--", "torchrun", "--nproc-per-node", "2", str(SCRIPTS / "toy_train.py"))
+    assert result.exit_code == 2
+    assert "plain runs of one process" in result.output
+
+
+def test_fix_takes_at_least_one_round() -> None:
+    result = invoke("fix", str(SCRIPTS / "toy_train.py"), "--rounds", "0")
+    assert result.exit_code == 2

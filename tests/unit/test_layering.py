@@ -29,6 +29,7 @@ EVERYTHING = {
     "session",
     "examples",
     "fixes",
+    "patching",
 }
 CHILD = "runner.child"  # runs inside the child process: itself, records and fixes, the stdlib and torch
 
@@ -74,6 +75,8 @@ ALLOWED: dict[str, set[str]] = {
     # every command as a plan: what runs next, decided from the analysis of what was measured
     "plan": {"analyzer", "records", "config", "formatting", "errors"},
     "reporters": {"records", "formatting"},
+    # advice written as a change to the script's code, and its proof judged: pure
+    "patching": {"analyzer", "records", "formatting"},
     # executes the plan's steps and decides nothing: no analyzer rule
     "session": {"runner", "plan", "samplers", "records", "config", "errors"},
     "examples": set(),
