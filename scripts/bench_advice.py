@@ -195,7 +195,7 @@ def follow_patch(case: Case, rounds: int) -> list[dict]:
 
 
 def printed(row: dict) -> str:
-    head = f"{row['case']:<22}{row['recommendation']:<24}x{row['promised']:<8.2f}"
+    head = f"{row['case']:<24}{row['recommendation']:<28}x{row['promised']:<8.2f} "
     if not row["applied"]:
         return f"{head}not applied: {row['why']}"
     verdict = "comes true" if row["comes_true"] else "DOES NOT come true"
@@ -212,7 +212,7 @@ def main() -> int:
     parser.add_argument("--patches", action="store_true", help="follow fastload fix's patches themselves")
     args = parser.parse_args()
     EPOCHS[1], EPOCHS[3] = str(args.epochs), str(args.epoch_batches)
-    print(f"{'case':<22}{'recommendation':<24}{'promised':<9}{'realized':<9}noise", flush=True)
+    print(f"{'case':<24}{'recommendation':<28}{'promised':<10}{'realized':<9}noise", flush=True)
     rows = []
     for case in chosen_cases(args.cases, gpu=False):
         if args.patches:
@@ -221,7 +221,7 @@ def main() -> int:
             report, _ = diagnose(case, [])
             found = follow(case, report, args.rounds) if "failed" not in report else []
         if not found:
-            print(f"{case.name:<22}(no measured recommendation to follow)", flush=True)
+            print(f"{case.name:<24}(no measured recommendation to follow)", flush=True)
         for row in found:
             print(printed(row), flush=True)
         rows += found

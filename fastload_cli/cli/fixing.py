@@ -22,7 +22,7 @@ from rich.text import Text
 from fastload_cli.cli.output import EXIT_INTERRUPTED, STOP_SIGNALS, Output, note
 from fastload_cli.cli.run import run_measured, terminate_as_interrupt, write_atomically
 from fastload_cli.config import RunConfig
-from fastload_cli.errors import UsageError
+from fastload_cli.errors import ScriptFailedError, UsageError
 from fastload_cli.patching.edits import Edit, Unwritable, edits
 from fastload_cli.patching.proof import Proven, chosen, order, proven, winners
 from fastload_cli.patching.rewrite import Unpatchable, rewrite
@@ -149,12 +149,7 @@ class _Shown:
             )
             width = max(len(p.name) for p in proofs)
             for p in proofs:
-                mark = (
-                    "kept"
-                    if kept is not None and p.name == kept.edit.name
-                    else ("faster in every round" if p.wins else "not faster in every round")
-                )
-                lines.append(f"  {p.name:<{width}}  {p.said:<32}  {mark}")
+                lines.append(f"  {p.name:<{width}}  {p.said:<32}  {_mark(p, kept)}".rstrip())
         if left:
             lines.append("Not written as a change:")
             reasons = {item.reason: [u.name for u in left if u.reason == item.reason] for item in left}
@@ -164,20 +159,38 @@ class _Shown:
         self.console.print(Text("\n".join(lines)))
 
 
+def _mark(proof: Proven, kept: Patched | None) -> str:
+    if proof.failed is not None:
+        return ""
+    if kept is not None and proof.name == kept.edit.name:
+        return "kept"
+    return "faster in every round" if proof.wins else "not faster in every round"
+
+
 def _rounds(base: RunConfig, patched: Sequence[Patched], choices: FixChoices, out: Output) -> tuple[Proven, ...]:
     """``choices.rounds`` rounds of plain runs: the script as it is and each patched copy."""
     named = {p.edit.name: p for p in patched}
     rates: dict[str, list[float]] = {}
+    failed: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="fastload-fix-") as folder, _interruptible(out):
         copies = {name: _copy(p, Path(folder), i) for i, (name, p) in enumerate(named.items())}
         for r in range(choices.rounds):
-            for name in order(list(named), r):
+            for name in order([n for n in named if n not in failed], r):
                 what = "the script as it is" if name not in named else f"the script with {name}"
                 note(out, f"Plain run, round {r + 1} of {choices.rounds}: {what}")
-                sources = copies.get(name, {})
-                rate = plain_run(base, sources, choices.plain, what).batches_per_s
+                try:
+                    rate = plain_run(base, copies.get(name, {}), choices.plain, what).batches_per_s
+                except ScriptFailedError as exc:
+                    if name not in named:
+                        raise  # the script as it is must run: nothing can be proven against it
+                    failed[name] = _last_line(exc.output_tail) or exc.message
+                    continue
                 rates.setdefault(name, []).append(rate or 0.0)
-    return proven(rates)
+    return proven(rates, failed)
+
+
+def _last_line(output: str) -> str:
+    return next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
 
 
 def _copy(patch: Patched, folder: Path, index: int) -> dict[Path, Path]:

@@ -19,6 +19,7 @@ class Proven:
 
     name: str
     ratios: tuple[float, ...]  # per round: patched / unchanged batches per second
+    failed: str | None = None  # its plain run failed: what the script said last
 
     @property
     def gain(self) -> float:
@@ -39,6 +40,8 @@ class Proven:
 
     @property
     def said(self) -> str:
+        if self.failed is not None:
+            return f"its plain run failed: {self.failed}"
         rounds = len(self.ratios)
         span = f"{self.low:.2f}x-{self.high:.2f}x over {rounds} rounds" if rounds > 1 else "one round"
         return f"{self.gain:.2f}x ({span})"
@@ -50,14 +53,16 @@ def order(arms: Sequence[str], round_index: int) -> list[str]:
     return runs if round_index % 2 == 0 else runs[::-1]
 
 
-def proven(rates: dict[str, list[float]]) -> tuple[Proven, ...]:
-    """Each patch's gains, round by round, from every arm's rates (the same rounds, in order)."""
+def proven(rates: dict[str, list[float]], failed: dict[str, str] | None = None) -> tuple[Proven, ...]:
+    """Each patch's gains, round by round, from every arm's rates (the same rounds, in order); a
+    patch whose plain run failed (``failed``: its name -> what the script said) has none."""
     base = rates[UNCHANGED]
-    return tuple(
-        Proven(name=name, ratios=tuple(r / b for r, b in zip(found, base, strict=False) if b > 0))
-        for name, found in rates.items()
-        if name != UNCHANGED
-    )
+    found = [
+        Proven(name=name, ratios=tuple(r / b for r, b in zip(arm, base, strict=False) if b > 0))
+        for name, arm in rates.items()
+        if name != UNCHANGED and name not in (failed or {})
+    ]
+    return (*found, *(Proven(name=name, ratios=(), failed=why) for name, why in (failed or {}).items()))
 
 
 def winners(found: Sequence[Proven]) -> list[Proven]:

@@ -177,3 +177,10 @@ def test_the_winners_combined_are_kept_only_where_they_gain_at_least_as_much() -
 
 def test_every_other_round_runs_in_the_other_order() -> None:
     assert order(["a", "b"], 0) == [UNCHANGED, "a", "b"] and order(["a", "b"], 1) == ["b", "a", UNCHANGED]
+
+
+def test_a_patch_whose_plain_run_failed_never_wins_and_says_why() -> None:
+    found = proven({UNCHANGED: [10.0, 10.0], "a": [15.0, 14.0]}, {"b": "ImportError: no module named x"})
+    a, failed = found
+    assert a.wins and not failed.wins and failed.said == "its plain run failed: ImportError: no module named x"
+    assert chosen(found, None) is a
