@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from pathlib import Path
 
@@ -20,13 +20,14 @@ from rich.console import Console
 from rich.text import Text
 
 from fastload_cli.cli.output import EXIT_INTERRUPTED, STOP_SIGNALS, Output, note
-from fastload_cli.cli.run import run_measured, terminate_as_interrupt, write_atomically
+from fastload_cli.cli.run import run_measured, terminate_as_interrupt, write_atomically, write_documents
 from fastload_cli.config import RunConfig
 from fastload_cli.errors import ScriptFailedError, UsageError
-from fastload_cli.patching.edits import Edit, Unwritable, edits
+from fastload_cli.patching.diff import unified
+from fastload_cli.patching.edits import Edit, edits
 from fastload_cli.patching.proof import Proven, chosen, order, proven, winners
 from fastload_cli.patching.rewrite import Unpatchable, rewrite
-from fastload_cli.records import Command, LoaderInfo
+from fastload_cli.records import Command, LoaderInfo, NotWritten, PatchResult, ProvenChange, Report
 from fastload_cli.runner.plain import PlainSettings, plain_run
 
 INSTALLED = ("site-packages", "dist-packages")  # a loader built in an installed package is not the script's code
@@ -59,30 +60,60 @@ def run_fix(base: RunConfig, out: Output, choices: FixChoices) -> None:
     from fastload_cli.plan import Diagnose
 
     planned = Diagnose(DIAGNOSE_MODES, DEFAULT_MAX_WORKERS, follow_ups=True)
-    outcome, report = run_measured(Command.DIAGNOSE, base, planned, out)
+    outcome, report = run_measured(Command.DIAGNOSE, base, planned, out, documents=False)
     if report is None:
         return
     real = next((r for r in outcome.runs if r.batches), None)
     loader = primary_loader(real) if real is not None else None
     found, left = edits(report.recommendations, report.sweep, loader, report.fixes)
     patched, refused = _written(found, loader, base)
-    shown = _Shown(out, choices)
-    if not patched:
-        shown.summary((), None, [*left, *refused])
-        return
-    proofs, kept = _proven(base, patched, choices, loader, out)
-    shown.summary(proofs, kept, [*left, *refused])
-    if kept is not None:
-        _deliver(kept, base.cwd, choices, out)
+    proofs: tuple[Proven, ...] = ()
+    kept = None
+    if patched:
+        with _interruptible(out, report):
+            proofs, kept = _proven(base, patched, choices, loader, out)
+    _Shown(out, choices).summary(proofs, kept, [*left, *refused])
+    diff = unified({kept.path: (kept.before, kept.after)}, base.cwd) if kept is not None else None
+    write_documents(replace(report, patch=_result(proofs, kept, (*left, *refused), diff, choices)), out)
+    if kept is not None and diff is not None:
+        _deliver(kept, diff, choices, out)
+
+
+def _result(
+    proofs: Sequence[Proven], kept: Patched | None, left: Sequence[NotWritten], diff: str | None, choices: FixChoices
+) -> PatchResult:
+    """What ``fix`` found, as the report holds it."""
+    changes = tuple(
+        ProvenChange(
+            name=p.name,
+            gain=p.gain if p.ratios else None,
+            low=p.low if p.ratios else None,
+            high=p.high if p.ratios else None,
+            rounds=len(p.ratios),
+            wins=p.wins,
+            kept=kept is not None and p.name == kept.edit.name,
+            failed=p.failed,
+        )
+        for p in proofs
+    )
+    plain = choices.plain
+    return PatchResult(
+        changes=changes,
+        not_written=tuple(left),
+        diff=diff,
+        rounds=choices.rounds,
+        epochs=plain.epochs,
+        epoch_batches=plain.epoch_batches,
+    )
 
 
 def _written(
     found: Sequence[Edit], loader: LoaderInfo | None, base: RunConfig
-) -> tuple[list[Patched], list[Unwritable]]:
+) -> tuple[list[Patched], list[NotWritten]]:
     """Each edit written into the file that builds the loader, or why it cannot be."""
     where = _site(loader, base)
     if isinstance(where, str):
-        return [], [Unwritable(name=e.name, reason=where) for e in found]
+        return [], [NotWritten(name=e.name, reason=where) for e in found]
     path, line, class_name = where
     before = path.read_text(encoding="utf-8")
     patched, refused = [], []
@@ -90,7 +121,7 @@ def _written(
         try:
             patched.append(Patched(edit, path, before, rewrite(before, line, class_name, edit)))
         except Unpatchable as exc:
-            refused.append(Unwritable(name=edit.name, reason=f"{path.name}:{line}: {exc}"))
+            refused.append(NotWritten(name=edit.name, reason=f"{path.name}:{line}: {exc}"))
     return patched, refused
 
 
@@ -139,7 +170,7 @@ class _Shown:
         self.console = Console(highlight=False, markup=False, soft_wrap=True, stderr=out.to_stdout)
         self.choices = choices
 
-    def summary(self, proofs: Sequence[Proven], kept: Patched | None, left: Sequence[Unwritable]) -> None:
+    def summary(self, proofs: Sequence[Proven], kept: Patched | None, left: Sequence[NotWritten]) -> None:
         plain = self.choices.plain
         lines = [""]
         if proofs:
@@ -172,7 +203,7 @@ def _rounds(base: RunConfig, patched: Sequence[Patched], choices: FixChoices, ou
     named = {p.edit.name: p for p in patched}
     rates: dict[str, list[float]] = {}
     failed: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="fastload-fix-") as folder, _interruptible(out):
+    with tempfile.TemporaryDirectory(prefix="fastload-fix-") as folder:
         copies = {name: _copy(p, Path(folder), i) for i, (name, p) in enumerate(named.items())}
         for r in range(choices.rounds):
             for name in order([n for n in named if n not in failed], r):
@@ -201,26 +232,25 @@ def _copy(patch: Patched, folder: Path, index: int) -> dict[Path, Path]:
 
 
 @contextlib.contextmanager
-def _interruptible(out: Output) -> Iterator[None]:
+def _interruptible(out: Output, report: Report) -> Iterator[None]:
     """Ctrl-C, SIGTERM or a hang-up during the plain runs: the run in flight stopped with its
-    tree (``runner/plain.py``), nothing written, the exit code as for a measured run."""
+    tree (``runner/plain.py``), the diagnosis's report written, no patch, the exit code as for a
+    measured run."""
     with terminate_as_interrupt() as seen:
         try:
             yield
         except KeyboardInterrupt:
+            write_documents(report, out)
             note(out, "Interrupted: no patch written.")
             raise typer.Exit(STOP_SIGNALS.get(seen.get("signal", 0), EXIT_INTERRUPTED)) from None
 
 
-def _deliver(kept: Patched, root: Path, choices: FixChoices, out: Output) -> None:
-    """The kept patch as a diff: printed, written to ``--patch``'s file, or applied (``--apply``)."""
-    from fastload_cli.patching.diff import unified
-
-    diff = unified({kept.path: (kept.before, kept.after)}, root)
+def _deliver(kept: Patched, diff: str, choices: FixChoices, out: Output) -> None:
+    """The kept patch's diff: printed, written to ``--patch``'s file, or applied (``--apply``)."""
     if choices.patch is not None:
         write_atomically(Path(choices.patch), diff)
         note(out, f"Patch written to {choices.patch} (apply it with: patch -p1 < {choices.patch})")
-    elif not out.quiet or not choices.apply:
+    elif not out.to_stdout:
         Console(highlight=False, markup=False, soft_wrap=True).print(Text(diff), end="")
     if choices.apply:
         _apply(kept, choices, out)

@@ -87,9 +87,12 @@ def run_command(command: Command, base: RunConfig, planned: Plan, out: Output) -
         judge(report, out)
 
 
-def run_measured(command: Command, base: RunConfig, planned: Plan, out: Output) -> tuple[Outcome, Report | None]:
-    """The command's runs, analysed, and the report written in every requested format; exits with
-    130/143 when interrupted."""
+def run_measured(
+    command: Command, base: RunConfig, planned: Plan, out: Output, documents: bool = True
+) -> tuple[Outcome, Report | None]:
+    """The command's runs, analysed, and the report shown and written in every requested format
+    (``documents`` False: written by the caller, unless interrupted); exits with 130/143 when
+    interrupted."""
     from fastload_cli.samplers.gpu import open_nvml
 
     nvml = open_nvml()
@@ -102,7 +105,7 @@ def run_measured(command: Command, base: RunConfig, planned: Plan, out: Output) 
         if not isinstance(nvml, str):
             nvml.shutdown()
     if report is not None:
-        emit_report(report, out)
+        emit_report(report, out, documents or outcome.interrupted)
     if outcome.interrupted:
         measured = " The partial report covers what was measured." if report else " Nothing was measured."
         note(out, "Interrupted." + measured)
@@ -180,14 +183,23 @@ def _stream_output(data: bytes) -> None:
     sys.stderr.flush()
 
 
-def emit_report(report: Report, out: Output) -> None:
-    """Every requested format, then the terminal report unless stdout holds a document."""
-    from fastload_cli.reporters import FORMATS, terminal
+def emit_report(report: Report, out: Output, documents: bool = True) -> None:
+    """Every requested format (unless ``documents`` is False), then the terminal report unless
+    stdout holds a document."""
+    from fastload_cli.reporters import terminal
+
+    if documents:
+        write_documents(report, out)
+    if not out.to_stdout:
+        Console(highlight=False, markup=False).print(terminal.render(report, verbose=out.verbose))
+
+
+def write_documents(report: Report, out: Output) -> None:
+    """The report in every requested format, each to its file (or stdout)."""
+    from fastload_cli.reporters import FORMATS
 
     for name, path in out.paths.items():
         write_document(FORMATS[name].render(report), path, FORMATS[name].title, out)
-    if not out.to_stdout:
-        Console(highlight=False, markup=False).print(terminal.render(report, verbose=out.verbose))
 
 
 def write_document(document: str, path: str, title: str, out: Output) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer.advice.shared import variant_settings
 from fastload_cli.analyzer.trials import fix_for, loader_settings
-from fastload_cli.records import Fix, FixResult, LoaderInfo, Recommendation, SweepResult
+from fastload_cli.records import Fix, FixResult, LoaderInfo, NotWritten, Recommendation, SweepResult
 
 REMOVED = "removed"  # a setting's value: the argument is taken out of the call
 
@@ -36,14 +36,6 @@ class Edit:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unwritable:
-    """A recommendation fastload does not write as a change, and why."""
-
-    name: str
-    reason: str
-
-
 # Recommendations that change more than the loader's call, with what they need instead.
 NOT_A_SETTING = {
     "cache-decoded-samples": "the cache needs a memory bound and filling before the workers start: its code is shown",
@@ -62,11 +54,11 @@ def edits(
     sweep: SweepResult | None,
     loader: LoaderInfo | None,
     fixes: Sequence[FixResult] = (),
-) -> tuple[tuple[Edit, ...], tuple[Unwritable, ...]]:
+) -> tuple[tuple[Edit, ...], tuple[NotWritten, ...]]:
     """Each recommendation as an edit, or why it is not one. A recommendation whose fix a run found
     to change the batches is never written."""
     found: list[Edit] = []
-    left: list[Unwritable] = []
+    left: list[NotWritten] = []
     unsafe = {f.name: f.batches for f in fixes if f.same_batches is False}
     for rec in recommendations:
         if rec.id in NO_CHANGE:
@@ -74,11 +66,11 @@ def edits(
         edit = _edit(rec, sweep, loader)
         if edit is None:
             why = NOT_A_SETTING.get(rec.id, "not a change fastload can write at the loader's call")
-            left.append(Unwritable(name=rec.id, reason=why))
+            left.append(NotWritten(name=rec.id, reason=why))
             continue
         spec = fix_for(rec.id, loader)
         if spec is not None and spec.text in unsafe:
-            left.append(Unwritable(name=rec.id, reason=f"unsafe: {unsafe[spec.text]}"))
+            left.append(NotWritten(name=rec.id, reason=f"unsafe: {unsafe[spec.text]}"))
             continue
         found.append(edit)
     return tuple(found), tuple(left)

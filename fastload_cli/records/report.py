@@ -350,6 +350,42 @@ class InputSplit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProvenChange:
+    """A change ``fastload fix`` wrote into a copy of the script and ran in plain runs against the
+    script as it is: its gain (the median round) and interval (the slowest and fastest round)."""
+
+    name: str  # the recommendation it writes (several joined by "+": the winners together)
+    gain: float | None  # None: its plain run failed
+    low: float | None
+    high: float | None
+    rounds: int  # rounds it was measured in
+    wins: bool  # faster than the script as it is in every round
+    kept: bool  # the change the patch holds
+    failed: str | None = None  # what the script said last, where its plain run failed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotWritten:
+    """A recommendation ``fastload fix`` did not write as a change, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PatchResult:
+    """``fastload fix``: each change proven in plain runs, the one kept as a unified diff, and the
+    recommendations not written as a change."""
+
+    changes: tuple[ProvenChange, ...]
+    not_written: tuple[NotWritten, ...]
+    diff: str | None  # the kept change, for ``patch -p1``; None: nothing was kept
+    rounds: int  # the plain runs' settings: rounds, and each run's epochs and batches an epoch
+    epochs: int
+    epoch_batches: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimeSpent:
     """Where a command's time went, in seconds, and the least time its verdict needs."""
 
@@ -401,6 +437,7 @@ class Report:
     split: InputSplit | None = None  # where the real run's time per batch goes, when cached ran
     pathologies: tuple[Pathology, ...] = ()  # named failures and slowdowns of the input pipeline
     time_spent: TimeSpent | None = None  # where the command's time went
+    patch: PatchResult | None = None  # ``fix``: the changes proven in plain runs, and the one kept
     schema: str = SCHEMA
 
     @classmethod

@@ -2,7 +2,7 @@
 into the script where it builds its loader, proven in plain runs, and delivered as a diff that
 ``patch -p1`` applies (comments and layout kept), or applied with a backup; a loader a framework
 builds gets the advice and the reason, not a patch; Ctrl-C during the plain runs leaves nothing
-running and writes nothing.
+running and writes no patch (the diagnosis's report still).
 
 What the plain runs measured is a timing, asserted only as what the report says of it (a kept
 change won every round; its gain lies in its interval); ``scripts/bench_advice.py --patches``
@@ -60,6 +60,8 @@ def test_more_workers_for_slow_storage_as_a_patch_that_applies(tmp_path: Path) -
     patched = (folder / "storage_latency.py").read_text()
     assert f"num_workers={advised['num_workers']}, persistent_workers=True" in patched
     assert "time.sleep(self.latency_s)  # the storage round trip" in patched  # comments kept
+    [written] = [c for c in report["patch"]["changes"] if c["kept"]]  # the JSON says what the terminal does
+    assert written["name"] == name and round(written["gain"], 2) == gain and report["patch"]["diff"] == diff
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("DataLoader(" in line for line in changed)  # the one call, nothing else
     plain = subprocess.run([sys.executable, "storage_latency.py", "--steps", "5"], cwd=folder, capture_output=True)
@@ -105,7 +107,7 @@ def test_ctrl_c_during_the_plain_runs_stops_them_and_writes_nothing(tmp_path: Pa
     zoo = ROOT / "scripts" / "zoo"
     folder = copied(tmp_path, zoo / "worker_startup.py", zoo / "_zoo_data.py")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fastload_cli", "fix", "worker_startup.py", "--patch", "fix.diff"],
+        [sys.executable, "-m", "fastload_cli", "fix", "worker_startup.py", "--patch", "fix.diff", "--json", "r.json"],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -122,3 +124,5 @@ def test_ctrl_c_during_the_plain_runs_stops_them_and_writes_nothing(tmp_path: Pa
     assert proc.returncode == 130, rest[-2000:]
     assert "Interrupted: no patch written." in rest
     assert not (folder / "fix.diff").exists()
+    report = json.loads((folder / "r.json").read_text())  # what the diagnosis measured is kept
+    assert report["patch"] is None and report["runs"][0]["batches"] > 0

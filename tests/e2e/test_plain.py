@@ -13,14 +13,14 @@ from fastload_cli.errors import ScriptFailedError
 from fastload_cli.runner.plain import PlainSettings, plain_run
 
 SETTINGS = PlainSettings(epochs=2, epoch_batches=50, timeout_s=120)
-DATA = '''import torch
+DATA = """import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 
 def loader():
     return DataLoader(TensorDataset(torch.arange(16.0)), batch_size=2)
-'''
-TRAIN = '''import sys
+"""
+TRAIN = """import sys
 from pathlib import Path
 
 from data import loader
@@ -30,7 +30,7 @@ train = loader()
 for epoch in range(5):
     for batch in train:
         pass
-'''
+"""
 
 
 def config(folder: Path) -> RunConfig:

@@ -200,3 +200,29 @@ def test_the_sweep_reads_whole_on_an_80_column_terminal() -> None:
     assert "…" not in text
     for header in ("samples/s", "predicted", "vs own", "data wait", "CPU main/workers", "RSS", "start-up", "step p90"):
         assert header in text
+
+
+def test_a_fix_reports_patch_is_read_back_from_its_json() -> None:
+    from fastload_cli.records import NotWritten, PatchResult, ProvenChange
+    from fastload_cli.records.schema import check_report
+
+    kept = ProvenChange(name="persistent-workers", gain=1.5, low=1.4, high=1.6, rounds=3, wins=True, kept=True)
+    failed = ProvenChange(
+        name="one-thread-per-worker", gain=None, low=None, high=None, rounds=0, wins=False, kept=False,
+        failed="ImportError: no module named fastload_cli",
+    )  # fmt: skip
+    patch = PatchResult(
+        changes=(kept, failed),
+        not_written=(NotWritten(name="faster-storage", reason="storage is where the data lives"),),
+        diff="--- a/train.py\n+++ b/train.py\n",
+        rounds=3,
+        epochs=3,
+        epoch_batches=50,
+    )
+    document = json.loads(json_report.document(dataclasses.replace(full_report(), patch=patch)))
+    check_report(document)
+    assert document["patch"]["changes"][0] == {
+        "name": "persistent-workers", "gain": 1.5, "low": 1.4, "high": 1.6, "rounds": 3, "wins": True,
+        "kept": True, "failed": None,
+    }  # fmt: skip
+    assert Report.from_json(document).patch == patch
