@@ -16,6 +16,7 @@ so the child process can use it too.
 from __future__ import annotations
 
 from fastload_cli.records.comparison import Change, Comparison, Direction, Figures, ModeChange, ModeFigures
+from fastload_cli.records.fixes import FixResult, NotWritten, PatchResult, ProvenChange
 from fastload_cli.records.measured import (
     CACHE_LOCATION,
     SYNTHETIC_LOCATION,
@@ -67,13 +68,9 @@ from fastload_cli.records.report import (
     Environment,
     Finding,
     FindingKind,
-    FixResult,
     InputSplit,
-    NotWritten,
-    PatchResult,
     Pathology,
     PathologyKind,
-    ProvenChange,
     Recommendation,
     Report,
     RunSummary,

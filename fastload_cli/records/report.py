@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastload_cli.records import decode
+from fastload_cli.records.fixes import FixResult, PatchResult
 from fastload_cli.records.measured import (
     BatchRecord,
     Breakdown,
@@ -305,24 +306,6 @@ class Timeline:
     gpu_samples: tuple[GpuSample, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FixResult:
-    """One fix ``fastload try`` applied (or refused), and what it measured against the real run."""
-
-    name: str  # the fix as asked for (``prefetch-factor=4``), or a combination joined by "+"
-    speedup: float | None  # fix / real throughput
-    spread: float | None  # the relative difference the two runs cannot tell from noise
-    memory_bytes: int | None  # the fix run's process-tree memory minus the real run's
-    measured: bool  # a run with the fix applied measured it
-    applies: bool  # False: refused (or could not be applied inside the script), see reason
-    reason: str  # why it does not apply, or what the measurement says
-    code: str  # the change that makes it permanent
-    # Whether the run trained on the same batches as the unchanged script (its first ones), and
-    # what the comparison found; None where nothing was compared.
-    same_batches: bool | None = None
-    batches: str | None = None
-
-
 SEPARATE_RUNS = "separate runs"  # InputSplit.method: each part from a run of its own
 INTERLEAVED = "interleaved"  # ... from one run where the pipelines took turns
 
@@ -347,42 +330,6 @@ class InputSplit:
     # interleaved, with DataLoader workers: the same split of the workers' CPU milliseconds per batch
     # (its step_ms None): parts that overlap in the work itself overlap there too
     workers_cpu: InputSplit | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProvenChange:
-    """A change ``fastload fix`` wrote into a copy of the script and ran in plain runs against the
-    script as it is: its gain (the median round) and interval (the slowest and fastest round)."""
-
-    name: str  # the recommendation it writes (several joined by "+": the winners together)
-    gain: float | None  # None: its plain run failed
-    low: float | None
-    high: float | None
-    rounds: int  # rounds it was measured in
-    wins: bool  # faster than the script as it is in every round
-    kept: bool  # the change the patch holds
-    failed: str | None = None  # what the script said last, where its plain run failed
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NotWritten:
-    """A recommendation ``fastload fix`` did not write as a change, and why."""
-
-    name: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PatchResult:
-    """``fastload fix``: each change proven in plain runs, the one kept as a unified diff, and the
-    recommendations not written as a change."""
-
-    changes: tuple[ProvenChange, ...]
-    not_written: tuple[NotWritten, ...]
-    diff: str | None  # the kept change, for ``patch -p1``; None: nothing was kept
-    rounds: int  # the plain runs' settings: rounds, and each run's epochs and batches an epoch
-    epochs: int
-    epoch_batches: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
