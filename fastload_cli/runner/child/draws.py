@@ -18,6 +18,7 @@ DRAWN = "_fastload_drawn"  # the iterator's digests of its draws, oldest first
 # Draws not yet taken by a batch past which an epoch stops noting them (its batches are taken
 # elsewhere, as inside a subclass's own iterator): memory stays bounded, and nothing misaligns.
 MAX_AHEAD = 1024
+MASK = (1 << 64) - 1
 
 
 def install(iter_cls: type) -> None:
@@ -54,7 +55,11 @@ def _noting(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def _digest(indices: Any) -> str:
-    """The indices of one draw (a batch's list, or one index), as a short digest."""
+    """The indices of one draw (a batch's list, or one index), as a short digest: the hash of their
+    tuple where they are whole numbers (the same in every process: an int's hash is not salted, and
+    a few microseconds for a batch of 256), else a digest of their text."""
     items = indices if isinstance(indices, (list, tuple)) else [indices]
-    text = repr([int(i) if isinstance(i, int) else repr(i) for i in items])
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    try:
+        return format(hash(tuple(map(int, items))) & MASK, "016x")
+    except (TypeError, ValueError):
+        return hashlib.blake2b(repr(items).encode(), digest_size=8).hexdigest()
