@@ -85,18 +85,21 @@ def _values_unread(real: RunResult, fixed: RunResult) -> str | None:
     return "the pipeline draws at random (" + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "") + ")"
 
 
+def _epochs(run: RunResult) -> dict[int, int]:
+    """The training loader's epochs: each iterator's place among them (0: the first)."""
+    return {i: n for n, i in enumerate(sorted({b.iterator_id for b in loader_batches(run)}))}
+
+
 def _place(run: RunResult, batch: BatchRecord) -> str:
     """``batch 3 of epoch 2``: where a batch lies in its loader's epochs."""
-    iterators = sorted({b.iterator_id for b in loader_batches(run)})
-    epoch = iterators.index(batch.iterator_id) + 1 if batch.iterator_id in iterators else 1
-    return f"batch {batch.index} of epoch {epoch}"
+    return f"batch {batch.index} of epoch {_epochs(run).get(batch.iterator_id, 0) + 1}"
 
 
 def _keyed(run: RunResult, first_epoch_only: bool = False) -> list[BatchRecord]:
     """The fingerprinted batches, in order (of the loader's first epoch alone, where asked)."""
+    epochs = _epochs(run)
     found = [b for b in loader_batches(run) if b.layout_key is not None]
-    first = min((b.iterator_id for b in found), default=None)
-    return [b for b in found if b.iterator_id == first] if first_epoch_only else found
+    return [b for b in found if epochs[b.iterator_id] == 0] if first_epoch_only else found
 
 
 def _drawn(real: RunResult, fixed: RunResult) -> BatchesCheck | None:
@@ -108,27 +111,25 @@ def _drawn(real: RunResult, fixed: RunResult) -> BatchesCheck | None:
     if iterable and loader is not None and loader.augmentations:
         return None
     mine, theirs = _draws(real, iterable), _draws(fixed, iterable)
-    for key in sorted(mine.keys() & theirs.keys()):
-        if mine[key] != theirs[key]:
-            epoch, index = key
+    for index in sorted(mine.keys() & theirs.keys()):
+        if mine[index] != theirs[index]:
             what = "yields other samples" if iterable else "was drawn for other samples (other indices)"
             return BatchesCheck(
                 False,
-                f"changes the samples trained on: batch {index} of epoch {epoch + 1} {what} than the unchanged "
-                "script's, with the generators seeded alike",
+                f"changes the samples trained on: batch {index} of epoch 1 {what} than the unchanged script's, with "
+                "the generators seeded alike",
             )
     return None
 
 
-def _draws(run: RunResult, iterable: bool) -> dict[tuple[int, int], str]:
-    """Each measured batch of the loader's first epoch: its digest by (epoch, the batch's place in
-    it). Later epochs shuffle with generators a fix may have drawn from a different number of times
-    (kept workers draw no new seed an epoch), so their order is the fix's to change."""
-    batches = [b for b in loader_batches(run) if not b.synthetic]
-    order = {i: n for n, i in enumerate(sorted({b.iterator_id for b in batches}))}
+def _draws(run: RunResult, iterable: bool) -> dict[int, str]:
+    """Each measured batch of the loader's first epoch: its digest by its place in the epoch. Later
+    epochs shuffle with generators a fix may have drawn from a different number of times (kept
+    workers draw no new seed an epoch), so their order is the fix's to change."""
+    epochs = _epochs(run)
     found = {}
-    for b in batches:
+    for b in loader_batches(run):
         key = b.samples_key if iterable else b.indices_key
-        if key is not None and order[b.iterator_id] == 0:
-            found[(0, b.index)] = key
+        if key is not None and not b.synthetic and epochs[b.iterator_id] == 0:
+            found[b.index] = key
     return found

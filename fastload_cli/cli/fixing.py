@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -258,9 +257,7 @@ def _deliver(kept: Patched, diff: str, choices: FixChoices, out: Output) -> None
 
 def _apply(kept: Patched, choices: FixChoices, out: Output) -> None:
     """The kept patch written over the file, after a confirmation, the original kept beside it."""
-    if not choices.yes:
-        if not sys.stdin.isatty():
-            raise UsageError("--apply asks before it changes a file, and no one can answer here", "add --yes")
+    if not choices.yes:  # where no one can answer, the command refused --apply before its first run
         typer.confirm(f"Apply {kept.edit.name} to {kept.path}?", abort=True, err=True)
     if kept.path.read_text(encoding="utf-8") != kept.before:
         raise UsageError(f"{kept.path} changed while fastload measured it: not applied", "run fastload fix again")
