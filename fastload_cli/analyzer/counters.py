@@ -81,6 +81,37 @@ def tree_delta(samples: tuple[HostSample, ...], window: list[Span], value: Readi
     return sum(found) if found else None
 
 
+def tree_cpu_s(samples: tuple[HostSample, ...], window: list[Span]) -> float | None:
+    """CPU seconds the process tree used over the window, its exited processes' included.
+
+    A process that exits leaves the samples at the value last read of it, short of what it used
+    from then to its exit (a DataLoader worker shut down at an epoch's end, many at once), and
+    its whole count moves to its parent's count of reaped children: ``_exits`` adds that part,
+    the jump of those counts less what was read of the processes that left."""
+    found = tree_delta(samples, window, lambda p: p.cpu_s)
+    return None if found is None else found + _exits(samples).over(window)
+
+
+def _exits(samples: tuple[HostSample, ...]) -> Cumulative:
+    """At each sample: the tree's reaped children's CPU seconds, less the last reading of every
+    process gone from the samples by then (what the per-process series already count)."""
+    last: dict[int, float] = {}
+    points = []
+    for sample in samples:
+        present = {p.pid for p in sample.procs}
+        gone = sum(value for pid, value in last.items() if pid not in present)
+        reaped = sum(p.reaped_cpu_s or 0.0 for p in sample.procs)
+        points.append((sample.t_ns, reaped - gone))
+        last.update((p.pid, p.cpu_s) for p in sample.procs)
+    return Cumulative(points or [(0, 0.0)])
+
+
+def own_cpu_s(samples: tuple[HostSample, ...], window: list[Span]) -> float:
+    """fastload's own CPU seconds over the window (its sampler, its reading of the events)."""
+    read = [(s.t_ns, s.own_cpu_s) for s in samples if s.own_cpu_s is not None]
+    return Cumulative(read).over(window) if read else 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class SystemCpu:
     """CPU seconds of the whole machine over a window."""
@@ -101,11 +132,12 @@ def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu
     return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
 
 
-def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None) -> float | None:
-    """Share of all CPU time on the machine used by processes outside the run (and fastload)."""
+def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None, own_s: float = 0.0) -> float | None:
+    """Share of all CPU time on the machine used by processes outside the run and fastload
+    (``own_s``: fastload's own CPU seconds over the window)."""
     if system is None or run_cpu_s is None:
         return None
-    return min(1.0, max(0.0, system.busy_s - run_cpu_s) / system.total_s)
+    return min(1.0, max(0.0, system.busy_s - run_cpu_s - own_s) / system.total_s)
 
 
 GPU_READING_PERIOD_NS = 1_000_000_000  # the longest period NVML's utilisation reading averages over

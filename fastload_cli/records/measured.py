@@ -199,6 +199,9 @@ class ProcSample:
     minor_faults: int | None = None  # cumulative: pages touched first, or copied from the parent on a write
     # When the process started, on the sampler's clock: its cumulative counters were 0 then.
     started_ns: int | None = None
+    # Cumulative CPU seconds of its children that exited and were waited for (Linux: cutime +
+    # cstime): where a worker's CPU time goes once it has exited, past the sampler's last look at it.
+    reaped_cpu_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,6 +217,7 @@ class HostSample:
     t_ns: int  # time.monotonic_ns(), the child's clock too
     procs: tuple[ProcSample, ...]
     system: SystemSample
+    own_cpu_s: float | None = None  # fastload's own CPU seconds (all its threads), cumulative
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -114,7 +114,8 @@ class HostSampler:
                     self._procs.pop(pid, None)
             else:
                 found.append(sample)
-        return HostSample(t_ns=t_ns, procs=tuple(found), system=self._sample_system())
+        system = self._sample_system()
+        return HostSample(t_ns=t_ns, procs=tuple(found), system=system, own_cpu_s=time.process_time())
 
     # -- internals -------------------------------------------------------------------------
 
@@ -163,6 +164,7 @@ class HostSampler:
             blocked=blocked,
             unique_bytes=own,
             started_ns=self._started_ns(proc.pid),
+            reaped_cpu_s=getattr(cpu, "children_user", 0.0) + getattr(cpu, "children_system", 0.0),
             **found,
         )
 

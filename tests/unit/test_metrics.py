@@ -458,3 +458,32 @@ def test_a_process_found_late_counts_its_cpu_from_its_start_under_the_role_it_wa
     assert role_delta(samples, ProcRole.WORKER, [(100, 200)], cpu) == pytest.approx(2.0 - 0.75)
     assert role_delta(samples, ProcRole.OTHER, [(0, 300)], cpu) is None
     assert tree_delta(samples, [(0, 300)], cpu) == pytest.approx(2.5)
+
+
+def test_a_worker_that_exits_inside_the_window_counts_its_cpu_as_the_runs_not_another_process() -> None:
+    from fastload_cli.analyzer.counters import SystemCpu, foreign_cpu_fraction, own_cpu_s, tree_cpu_s
+    from fastload_cli.records import HostSample, ProcRole, ProcSample, SystemSample
+
+    def proc(pid: int, role: ProcRole, cpu_s: float, reaped_s: float = 0.0) -> ProcSample:
+        return ProcSample(pid=pid, role=role, cpu_s=cpu_s, runq_s=None, rss_bytes=None, read_bytes=None,
+                          started_ns=0, reaped_cpu_s=reaped_s)  # fmt: skip
+
+    def sample(t: int, procs: tuple[ProcSample, ...], own_s: float) -> HostSample:
+        system = SystemSample(busy_s=0.0, idle_s=0.0, iowait_s=None, disk_read_bytes=None)
+        return HostSample(t_ns=t, procs=procs, system=system, own_cpu_s=own_s)
+
+    # a worker last read at 0.4 s of CPU exits, and is waited for, having used 0.9 s: its parent's
+    # count of reaped children holds it from then on; fastload's sampler took 0.1 s meanwhile
+    samples = (
+        sample(0, (proc(1, ProcRole.MAIN, 0.0), proc(2, ProcRole.WORKER, 0.0)), own_s=5.0),
+        sample(100, (proc(1, ProcRole.MAIN, 0.5), proc(2, ProcRole.WORKER, 0.4)), own_s=5.05),
+        sample(200, (proc(1, ProcRole.MAIN, 1.0, reaped_s=0.9),), own_s=5.1),
+        sample(300, (proc(1, ProcRole.MAIN, 1.5, reaped_s=0.9),), own_s=5.15),
+    )
+    assert tree_cpu_s(samples, [(0, 200)]) == pytest.approx(1.9)
+    assert tree_cpu_s(samples, [(200, 300)]) == pytest.approx(0.5)  # counted once, not again after the exit
+    assert own_cpu_s(samples, [(0, 200)]) == pytest.approx(0.1)
+    machine = SystemCpu(busy_s=2.0, iowait_s=None, total_s=4.0)  # 2 cores over the window, half busy
+    assert foreign_cpu_fraction(
+        machine, tree_cpu_s(samples, [(0, 200)]), own_cpu_s(samples, [(0, 200)])
+    ) == pytest.approx(0.0)
