@@ -14,18 +14,27 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, role_delta
-from fastload_cli.analyzer.window import primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
+    CACHE_LOCATION,
     INTERLEAVED,
+    SPLIT_LOCATION,
+    GpuSample,
+    HostSample,
     InputSplit,
     LoaderInfo,
+    Mode,
+    ModeSpec,
     PhaseMark,
     ProcRole,
     RunResult,
+    RunStatus,
     RunSummary,
+    StopReason,
 )
 
 # Batches each pipeline measures per turn of the split run, once those prefetched under the turn
@@ -162,3 +171,70 @@ def _split(ms: Mapping[str, float | None], step_ms: float | None) -> InputSplit 
 def _batch_ms(summary: RunSummary | None) -> float | None:
     rate = summary.throughput_batches_per_s if summary is not None else None
     return 1000.0 / rate if rate else None
+
+
+# The pipelines of the split run that stand for a mode diagnose compares, and which of the split
+# run's substitutions each one made: the no-aug stand-ins, or the cache.
+AS_MODES = {"no-aug": Mode.NO_AUG, "cached": Mode.CACHED}
+
+
+def modes_of(run: RunResult) -> dict[Mode, tuple[RunResult, ...]]:
+    """The no-aug and cached runs the split run stands for: one run per turn of each pipeline,
+    its batches those of the turn, the first ``turn_settle`` (prepared under the turn before it)
+    its warm-up, the machine's samples of its span, and the substitutions that pipeline made.
+    A pipeline that took no turn (nothing to replace, or nothing to cache) has none."""
+    loader_id = primary_loader_id(run)
+    own = loader_batches(run)
+    marks = [m for m in run.phases if m.loader_id == loader_id]
+    if not marks:
+        return {}
+    ends = [*(m.batch for m in marks[1:]), len(own)]
+    settle = turn_settle(primary_loader(run))
+    found: dict[Mode, list[RunResult]] = defaultdict(list)
+    for mark, end in zip(marks, ends, strict=True):
+        mode = AS_MODES.get(mark.phase)
+        if mode is not None and mark.batch >= 1 and end - mark.batch > settle:
+            found[mode].append(_turn(run, mode, mark, own[mark.batch - 1].wait_end_ns, own[end - 1].wait_end_ns))
+    return {mode: tuple(turns) for mode, turns in found.items()}
+
+
+def _turn(run: RunResult, mode: Mode, mark: PhaseMark, began: int, ended: int) -> RunResult:
+    """One turn of the split run (from the batch before it, ``began``, to its last, ``ended``) as
+    a run of ``mode``, for ``mark``'s loader."""
+    batches = tuple(b for b in run.batches if began < b.wait_end_ns <= ended)
+    cached = mode is Mode.CACHED
+    return replace(
+        run,
+        spec=ModeSpec(mode=mode),
+        status=RunStatus.OK,
+        stop_reason=StopReason.ENOUGH_BATCHES,
+        requested_batches=len([b for b in batches if b.loader_id == mark.loader_id]),
+        warmup_batches=turn_settle(primary_loader(run)),
+        started_ns=began,
+        ended_ns=ended,
+        exit_code=None,
+        signal_name=None,
+        error=None,
+        # only the epochs that started inside the turn: its start-up is an epoch's, or none
+        iterators=tuple(it for it in run.iterators if began < it.started_ns <= ended),
+        batches=batches,
+        substitutions=tuple(
+            s for s in run.substitutions if s.location != SPLIT_LOCATION and (s.location == CACHE_LOCATION) == cached
+        ),
+        host_samples=_around(run.host_samples, began, ended),
+        gpu_samples=_around(run.gpu_samples, began, ended),
+        phases=(),
+        profile=None,
+        stuck_at=(),
+    )
+
+
+Sample = TypeVar("Sample", HostSample, GpuSample)
+
+
+def _around(samples: tuple[Sample, ...], began: int, ended: int) -> tuple[Sample, ...]:
+    """The samples of the span, and the last before it and the first after it, which the
+    counters' readings at its edges are interpolated from."""
+    first = max(0, next((i for i, s in enumerate(samples) if s.t_ns >= began), len(samples)) - 1)
+    after = next((i for i, s in enumerate(samples) if s.t_ns > ended), len(samples))
+    return samples[first : after + 1]

@@ -11,16 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import Analysis, ranks
+from fastload_cli.analyzer import Analysis, ranks, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import broken_comparison
-from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.analyzer.window import first_loader
+from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
-from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_step, mode_step, split_step
+from fastload_cli.plan.runs import (
+    CACHING,
+    breakdown_step,
+    covered,
+    in_turn_step,
+    mode_step,
+    split_step,
+    why_skip,
+)
 from fastload_cli.plan.state import State
-from fastload_cli.plan.step import Part, Step
+from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import search_step
 from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
@@ -72,10 +81,12 @@ class Diagnose:
         if done >= len(self.modes):
             return None
         spec = self.modes[done]
+        if self.follow_ups and split_first(state, spec):
+            return split_step(state, Part.MODES, Keep.SPLIT_MODES)
         return in_turn_step(state, self.modes[done:], self._config(state, spec))
 
     def _split(self, state: State) -> Step | None:
-        if not wants_split(self.modes) or state.taken(Part.SPLIT):
+        if not wants_split(self.modes) or state.taken(Part.SPLIT) or state.outcome.split_run is not None:
             return None
         return split_step(state, Part.SPLIT)
 
@@ -130,6 +141,23 @@ class Diagnose:
 def decided(state: State) -> Step:
     """What diagnose decided once its modes were measured (its ``AFTER_MODES`` step)."""
     return state.taken(Part.AFTER_MODES)[0]
+
+
+def split_first(state: State, spec: ModeSpec) -> bool:
+    """No-aug is next, and the split run measures it, with cached, in one run of the script
+    (``Keep.SPLIT_MODES``), where diagnose would follow it with the cached run and the split run:
+    loading is the limit and its samples can be cached (``worth_caching``), one process runs the
+    script, no-aug has augmentation to replace, and the split run, every pipeline at the real
+    run's pace, would end within ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the command's start."""
+    if spec.mode is not Mode.NO_AUG or state.base.launcher is not None or state.outcome.split_run is not None:
+        return False
+    if why_skip(spec, state.runs, state.base.child.drop_transforms) is not None:
+        return False
+    real = state.analysis.facts.real
+    if real is None or not worth_caching(state.analysis):
+        return False
+    expected = split.split_run_s(first_loader(state.runs), (real,))
+    return expected is not None and state.elapsed_s + expected <= DEFAULT_FOLLOW_UP_BUDGET_S
 
 
 def wants_split(modes: Sequence[ModeSpec]) -> bool:

@@ -62,7 +62,8 @@ def parts(runs_from: Callable[[State], RunConfig], cached: Callable[[State], boo
             return _nth(state, runs_from(state), first.planned, n, first.splitting) if n < len(first.planned) else None
         worth = cached(state)
         planned = follow_ups(state.analysis, state.runs, cached=worth)
-        splitting = worth and state.analysis.facts.no_aug is not None  # the split run: its turns give every part
+        # the split run, where none ran yet: its turns give every part
+        splitting = worth and state.analysis.facts.no_aug is not None and state.outcome.split_run is None
         if not planned:
             return Step(part=Part.FOLLOW_UPS, splitting=splitting)
         return _nth(state, runs_from(state), planned, 0, splitting)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import in_turn, search, time_spent
+from fastload_cli.analyzer import in_turn, search, split, time_spent
 from fastload_cli.analyzer.failures import describe_error
 from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.search.in_process import runs_of
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.records import Breakdown, FixSpec, Measured, RunResult, RunStatus, RunSummary, RunTime
@@ -71,6 +72,8 @@ def recorded(
         return replace(done, breakdown=None if interrupted else _breakdown(run), interrupted=interrupted)
     if step.keep is Keep.SPLIT:
         return replace(done, split_run=run, interrupted=interrupted)
+    if step.keep is Keep.SPLIT_MODES:
+        return replace(done.adding(*_split_modes(run)), split_run=run, interrupted=interrupted)
     if step.keep is Keep.IN_TURN:
         assert step.config is not None
         short = done.in_process_short or len(cut) < len(step.config.child.turns)
@@ -90,7 +93,15 @@ def _cut(step: Step, run: RunResult) -> tuple[RunResult, ...]:
         return runs_of(run, at_epochs=step.config.child.turn_at_epochs)
     if step.keep is Keep.MODES_IN_TURN:
         return in_turn.modes_of(run)
+    if step.keep is Keep.SPLIT_MODES:
+        return tuple(turn for turns in split.modes_of(run).values() for turn in turns)
     return (run,)
+
+
+def _split_modes(run: RunResult) -> tuple[Measured, ...]:
+    """The no-aug and cached runs the split run's turns stand for: each mode's first turn, its
+    figures pooled over its turns (``pooled``: their windows joined, their spread its noise)."""
+    return tuple(Measured(turns[0], pooled([summarize(t) for t in turns])) for turns in split.modes_of(run).values())
 
 
 def _timed(

@@ -136,14 +136,20 @@ def applies(spec: ModeSpec, done: tuple[RunResult, ...]) -> bool:
     return real is not None and bool(real.env.cuda_in_use)
 
 
-def split_step(state: State, part: Part) -> Step:
+def split_step(state: State, part: Part, keep: Keep = Keep.SPLIT) -> Step:
     """The split run: the real, no-aug, cached and cached-no-aug pipelines taking turns in one run
-    of the script, sized from the training loader the runs so far saw (``split.split_batches``)."""
+    of the script, sized from the training loader the runs so far saw (``split.split_batches``);
+    with ``Keep.SPLIT_MODES``, measuring no-aug and cached for the modes too."""
     note = "Splitting the real pipeline's time: real, no-aug, cached and cached-no-aug in turns (split)."
+    if keep is Keep.SPLIT_MODES:
+        note = (
+            "Loading is the limit: measuring no-aug and cached, with real and cached-no-aug, in turns in one run "
+            "of the script (split)."
+        )
     turn, batches = split.split_batches(first_loader(state.runs))
     config = state.with_cache(replace(state.base, max_batches=batches, fixed_batches=True))
     config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
-    return run_step(part, config, keep=Keep.SPLIT, notes=((None, note),))
+    return run_step(part, config, keep=keep, notes=((None, note),))
 
 
 def breakdown_step(base: RunConfig) -> Step:

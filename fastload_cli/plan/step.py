@@ -41,6 +41,7 @@ class Keep(enum.Enum):
     IN_TURN = "in turn"  # several settings in turn: one workers=N run each
     MODES_IN_TURN = "modes in turn"  # real, then synthetic: the real run and the synthetic run
     SPLIT = "split"  # the split run, kept apart from the modes' runs
+    SPLIT_MODES = "split modes"  # the split run, and the no-aug and cached runs its turns stand for
     BREAKDOWN = "breakdown"  # its breakdown, not its batches
 
 

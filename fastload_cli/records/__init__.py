@@ -19,6 +19,7 @@ from fastload_cli.records.comparison import Change, Comparison, Direction, Figur
 from fastload_cli.records.fixes import FixResult, NotWritten, PatchResult, ProvenChange
 from fastload_cli.records.measured import (
     CACHE_LOCATION,
+    SPLIT_LOCATION,
     SYNTHETIC_LOCATION,
     UNCHANGED,
     BatchLayout,
@@ -89,6 +90,7 @@ __all__ = [
     "RUN_ID_ENV",
     "SCHEMA",
     "SEPARATE_RUNS",
+    "SPLIT_LOCATION",
     "SYNTHETIC_LOCATION",
     "UNCHANGED",
     "WHOLE_EPOCHS",

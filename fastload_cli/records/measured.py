@@ -107,6 +107,7 @@ def setting_location(name: str) -> str:
 
 SYNTHETIC_LOCATION = "synthetic replay"  # substitutions about the synthetic replay itself
 CACHE_LOCATION = "decoded-sample cache"  # the cached modes' substitutions: the dataset, cached in memory
+SPLIT_LOCATION = "split run"  # substitutions about the split run itself
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

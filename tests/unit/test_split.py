@@ -188,3 +188,31 @@ def test_the_split_runs_length_is_estimated_from_each_pipelines_own_pace() -> No
     # the median run's overhead; no estimate before any run measured a pace
     assert split.split_run_s(loader, [run("real", 200.0)]) == pytest.approx(3.0 + 44 * 4 * 0.2)
     assert split.split_run_s(loader, [dataclasses.replace(b.summary(), throughput_batches_per_s=None)]) is None
+
+
+def test_the_split_runs_no_aug_and_cached_turns_stand_for_those_modes_runs() -> None:
+    from fastload_cli.analyzer.metrics import summarize
+    from fastload_cli.records import CACHE_LOCATION, SPLIT_LOCATION, Mode, Substitution
+
+    # two workers: each turn's first 6 batches were prepared under the turn before it
+    run = split_run(turn=22, workers=2, drift=0.0)
+    said = (
+        b.NO_AUG_SUBSTITUTION,
+        Substitution(loader_id=1, location=CACHE_LOCATION, original="Folder", replacement="cached in memory"),
+        Substitution(loader_id=1, location=SPLIT_LOCATION, original="the split", replacement="unchanged"),
+    )
+    found = split.modes_of(dataclasses.replace(run, substitutions=said))
+    assert set(found) == {Mode.NO_AUG, Mode.CACHED}  # real and cached-no-aug are no mode diagnose compares
+    for mode, phase in ((Mode.NO_AUG, "no-aug"), (Mode.CACHED, "cached")):
+        turns = found[mode]
+        assert len(turns) == 2 and all(t.spec.mode is mode for t in turns)
+        for turn in turns:
+            assert len(turn.batches) == 22 and turn.warmup_batches == split.turn_settle(turn.loaders[0])
+            figures = summarize(turn)
+            # its own pipeline's pace alone, the batches prepared under the turn before left out
+            assert figures.batches == 22 - 6 and 1000 / figures.throughput_batches_per_s == pytest.approx(
+                PER_BATCH[phase], rel=1e-3
+            )
+    assert [s.location for s in found[Mode.NO_AUG][0].substitutions] == [b.NO_AUG_SUBSTITUTION.location]
+    assert [s.location for s in found[Mode.CACHED][0].substitutions] == [CACHE_LOCATION]
+    assert split.modes_of(dataclasses.replace(run, phases=())) == {}  # a run that took no turns

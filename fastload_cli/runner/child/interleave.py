@@ -23,11 +23,10 @@ import multiprocessing
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastload_cli.records import CACHE_LOCATION, UNCHANGED, EventKind
+from fastload_cli.records import CACHE_LOCATION, SPLIT_LOCATION, UNCHANGED, EventKind
 from fastload_cli.runner.child.fixing import CachedView, cache_view, fill_cache
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce, derandomize
 
-SPLIT_LOCATION = "split run"  # substitution events about the split run itself
 DEFAULT_PHASE_BATCHES = 12  # a turn's batches when the parent does not say
 
 # Each pipeline: its name (the mode that measures it on its own), augmentation replaced, cached.

@@ -13,7 +13,7 @@ from fastload_cli import plan
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, follow_ups
 from fastload_cli.plan import state as plan_state
-from fastload_cli.records import Breakdown, Mode, ModeSpec, RunResult
+from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult
 from tests.unit import builders as b
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=20)
@@ -29,6 +29,8 @@ def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> Run
     if spec.mode is Mode.REAL_SYNTHETIC:  # the pair in turn, in one run
         real, synthetic = (pipeline(config.with_mode(ModeSpec(mode=m)), own=own, busy_cores=busy_cores) for m in PAIR)
         return b.in_turn(real, synthetic)
+    if spec.mode is Mode.SPLIT:
+        return split_run(config, own)
     if spec.mode is Mode.BREAKDOWN:
         return dataclasses.replace(
             b.run("real", []), breakdown=Breakdown(loader_id=1, items=8, threads=1, ms_per_sample=2.0, steps=())
@@ -45,6 +47,28 @@ def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> Run
     )
     found = b.run(spec.label, batch_list, loaders=[loader], samples=samples, warmup=config.warmup)
     return dataclasses.replace(found, spec=spec, cpu_count=16)
+
+
+def split_run(config: RunConfig, own: int) -> RunResult:
+    """The split run of ``pipeline``'s script: its pipelines in turns of the batches asked for,
+    real .. cached-no-aug and back, the real one at the real run's pace and the others at 10 ms."""
+    turn, warmup = config.child.phase_batches or 1, config.warmup
+    order = ("real", "no-aug", "cached", "cached-no-aug")
+    phases = [
+        order[p if (n // 4) % 2 == 0 else 3 - p]
+        for n in range((config.requested_batches - warmup) // turn)
+        for p in [n % 4]
+    ]
+    paces = [max(10.0, 80.0 / own)] * warmup + [
+        max(10.0, 80.0 / own) if p == "real" else 10.0 for p in phases for _ in range(turn)
+    ]
+    batch_list = b.batches([pace - 5.0 for pace in paces], 5.0)
+    loader = b.loader(num_workers=own, augmentations=("ColorJitter()",))
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.9,) * own, system_busy=0.3, cpu_count=16)
+    found = b.run("real", batch_list, loaders=[loader], samples=samples, warmup=warmup)
+    marks = tuple(PhaseMark(loader_id=1, batch=warmup + n * turn, phase=p) for n, p in enumerate(phases))
+    said = (b.NO_AUG_SUBSTITUTION, b.CACHED_SUBSTITUTION)
+    return dataclasses.replace(found, spec=config.spec, cpu_count=16, phases=marks, substitutions=said)
 
 
 def drive(
@@ -85,9 +109,13 @@ def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_
     outcome, steps, analyses = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
     ran = labels(steps)
     # the modes in order (the device-resident replay only on CUDA), real and synthetic in one run
-    # of the script, then the split of the pipeline
-    assert ran[:2] == ["real+synthetic", "no-aug"]
-    assert [r.spec.label for r in outcome.runs[:3]] == ["real", "synthetic", "no-aug"]
+    # of the script; loading is the limit, so no-aug with cached in the split run's turns, in one
+    # more: neither the cached run nor the split runs again among the follow-ups
+    assert ran[:2] == ["real+synthetic", "split"]
+    assert [r.spec.label for r in outcome.runs[:4]] == ["real", "synthetic", "no-aug", "cached"]
+    assert ran.count("split") == 1 and "cached" not in ran and outcome.split_run is not None
+    no_aug, cached = outcome.summaries[2:4]
+    assert no_aug.throughput_batches_per_s == pytest.approx(100.0) == cached.throughput_batches_per_s  # 10 ms a batch
     parts = [s.part for s in steps]
     assert parts.index(Part.SWEEP) > parts.index(Part.AFTER_MODES) > parts.index(Part.MODES)
     # the sweep predicts from the script's own 2 workers: 8 keep up with the 10 ms step
@@ -115,3 +143,22 @@ def test_follow_ups_past_the_budget_are_named_and_not_run() -> None:
     (note,) = [s for s in steps if s.part is Part.LEFT]
     assert note.notes[0][1].startswith("Not measured within diagnose's time budget: ")
     assert not [s for s in steps if s.part is Part.FOLLOW_UPS and s.config is not None]
+
+
+def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_would_not_fit() -> None:
+    def heavy_step(config: RunConfig) -> RunResult:  # a 40 ms step the loaders always keep up with
+        if config.spec.mode is Mode.REAL_SYNTHETIC:
+            return b.in_turn(*(heavy_step(config.with_mode(ModeSpec(mode=m))) for m in PAIR))
+        found = pipeline(config)
+        steps = b.batches([0.2] * config.requested_batches, 40.0)
+        heavy = b.run(config.spec.label, steps, loaders=found.loaders, samples=found.host_samples, warmup=config.warmup)
+        return dataclasses.replace(heavy, spec=config.spec, cpu_count=16)
+
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), heavy_step)
+    assert labels(steps)[:2] == ["real+synthetic", "no-aug"] and outcome.split_run is None
+    late = Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True)
+    _, steps, _ = drive(late, elapsed_s=24.0)  # the split run would end past diagnose's time budget
+    assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
+    _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32))  # modes asked for: each in a run of its own
+    assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
+
