@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fastload_cli.analyzer import Analysis, ranks, split
+from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
@@ -35,6 +35,7 @@ from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunRes
 
 NOT_INPUT_BOUND = "loading is not the limit"
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
+EPOCH_PAIRS_ROUND = 4  # runs in a round of whole-epoch pairs (own, fewer, fewer, own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,12 @@ class Diagnose:
         limits = None
         if sweep:
             assert self.max_workers is not None
-            limits = replace(state.sweep_limits(self.max_workers), min_workers=then.min_workers, guided=then.guided)
+            limits = replace(
+                state.sweep_limits(self.max_workers),
+                min_workers=then.min_workers,
+                guided=then.guided,
+                budget_s=AGAIN_BUDGET_S,
+            )
         notes = ((None, then.why),) if then.why else ()
         return Step(
             part=Part.AFTER_MODES, notes=notes, limits=limits, sweep=sweep, breakdown=then.breakdown, cached=then.cached
@@ -130,6 +136,9 @@ class Diagnose:
     def _sweep(self, state: State) -> Step | None:
         if not decided(state).sweep:
             return None
+        limits = state.outcome.limits
+        if limits is not None and limits.more_epochs and not within_budget(state, limits):
+            return Step(part=Part.SWEEP, limits=replace(limits, more_epochs=False))  # from now on, for the search
         return search_step(state, self.sizing(self.runs_from(state)))
 
     def _breakdown(self, state: State) -> Step | None:
@@ -141,6 +150,16 @@ class Diagnose:
 def decided(state: State) -> Step:
     """What diagnose decided once its modes were measured (its ``AFTER_MODES`` step)."""
     return state.taken(Part.AFTER_MODES)[0]
+
+
+def within_budget(state: State, limits: search.Limits) -> bool:
+    """A round of whole-epoch pairs more (four runs, each as long as the median run so far) would
+    end within the sweep's time budget (``Limits.budget_s``) of the command's start."""
+    if limits.budget_s is None:
+        return True
+    walls = sorted(s.run_wall_s for s in state.outcome.summaries if s.run_wall_s is not None)
+    median = walls[len(walls) // 2] if walls else 0.0
+    return state.elapsed_s + EPOCH_PAIRS_ROUND * median <= limits.budget_s
 
 
 def split_first(state: State, spec: ModeSpec) -> bool:

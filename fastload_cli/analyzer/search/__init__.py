@@ -22,6 +22,9 @@ The modules, each one concern:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.outcome import conclude, conclusion, promised, returns
 from fastload_cli.analyzer.search.state import Sizing, State, current_workers, measured_points, state
@@ -29,10 +32,19 @@ from fastload_cli.analyzer.search.step import Step, next_step
 from fastload_cli.analyzer.search.variants import Variants, variants
 from fastload_cli.records import SweepResult
 
+HELD_BACK = (
+    "The pairs of whole epochs told the best setting from the script's own by less than their noise, and "
+    "diagnose's time budget held no more of them: fastload sweep-workers measures more."
+)
+
 
 def result(found: State) -> SweepResult | None:
-    """What the measured settings say: the setting to use, its speedup, where returns end."""
-    return conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction)
+    """What the measured settings say: the setting to use, its speedup, where returns end; and
+    where the time budget held back pairs of whole epochs the runs asked for, that caveat."""
+    done = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction)
+    if done is not None and epochs.held_back(found.points, found.limits, found.current, down=found.loaders_compete):
+        done = replace(done, caveats=(*done.caveats, HELD_BACK))
+    return done
 
 
 __all__ = [

@@ -133,7 +133,7 @@ def pending(points: Sequence[SweepPoint], limits: Limits, current: int | None, *
         return []  # a failed run ends the comparison, as it ends the search
     left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
     rest = []
-    for workers in _order(points, found, current):
+    for workers in _order(points, found, current, more=limits.more_epochs):
         if left[workers]:
             left[workers] -= 1
         else:
@@ -141,14 +141,22 @@ def pending(points: Sequence[SweepPoint], limits: Limits, current: int | None, *
     return rest
 
 
-def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) -> list[int]:
+def held_back(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> bool:
+    """The time budget held back a round of pairs the runs asked for (``Limits.more_epochs``)."""
+    if limits.more_epochs:
+        return False
+    found = candidates(points, limits, current, down=down)
+    return bool(found) and _order(points, found, current, more=False) != _order(points, found, current)
+
+
+def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, *, more: bool = True) -> list[int]:
     """The settings ``wanted`` measures, in order: for each of ``found`` with fewer workers, it and
     the script's own in pairs, each pair's order reversed in the next (own, it, it, own: a machine
     that slows down steadily slows both alike on average); where those runs cannot tell the best
     of fewer workers from the script's own yet leave open a gain worth advising
     (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more: a difference
     the runs told apart stands as measured, one inside their noise is measured again before it is
-    advised or dropped."""
+    advised or dropped; never a round not begun where the time budget holds no more (``more``)."""
     own = found[0]
     order = [w for fewer in found[1:] for w in (own, fewer, fewer, own)]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
@@ -157,7 +165,7 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None) 
             break
         seen = [p for p in points if p.variant != EPOCHS_VARIANT] + whole[: len(order)]
         best = decided(seen, current)
-        if best is None or not best.unresolved:
+        if best is None or not best.unresolved or (not more and len(whole) <= len(order)):
             break
         order += [own, best.workers, best.workers, own]
     return order

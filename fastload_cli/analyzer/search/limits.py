@@ -28,6 +28,10 @@ class Limits:
     in_process: bool = False  # settings in turn in one run of the script where the loader allows it
     shm_bytes: int | None = None  # /dev/shm, where workers hand their batches over
     batch_bytes: int | None = None  # one batch of the loader being swept
+    # A time budget (diagnose's): more rounds of whole-epoch pairs start only while one would end
+    # within ``budget_s`` of the command's start; ``more_epochs`` is False once none would.
+    budget_s: float | None = None
+    more_epochs: bool = True
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""

@@ -162,3 +162,13 @@ def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_
     _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32))  # modes asked for: each in a run of its own
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
 
+
+def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time_budget() -> None:
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    assert outcome.limits is not None and outcome.limits.budget_s is not None and outcome.limits.more_epochs
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), elapsed_s=39.0)
+    assert late.limits is not None and not late.limits.more_epochs
+    held = [i for i, s in enumerate(steps) if s.part is Part.SWEEP and s.config is None]
+    assert len(held) == 1 and steps[held[0] + 1].part is Part.SWEEP  # the search goes on, its rounds held
+    swept, _, _ = drive(plan.Sweep(max_workers=32), elapsed_s=1e4)  # sweep-workers has no budget
+    assert swept.limits is not None and swept.limits.budget_s is None and swept.limits.more_epochs

@@ -380,3 +380,26 @@ def test_more_workers_are_advised_by_what_whole_epochs_measured_their_start_ups_
     assert kept is not None and not kept.significant and kept.recommended_workers == 2
     assert kept.conclusion.startswith("Keep num_workers=2: num_workers=8 was faster in steady windows, but not")
     assert "worker start-up included (persistent_workers=True starts them once)" in kept.conclusion
+
+
+def test_a_time_budget_that_holds_no_more_rounds_ends_the_pairs_after_those_begun_and_says_so() -> None:
+    from fastload_cli.analyzer import search
+
+    # the same open difference as above: four rounds more without a budget
+    held = dataclasses.replace(SHORT, more_epochs=False)
+    rates = {2: [300.0] * 30, 1: [200.0] * 2, 0: [345.0, 297.0, 300.0, 261.0, 336.0, 330.0] * 2}
+    points, asked = undecided(), []
+    while (workers := epochs.wanted(points, held, 2, down=True)) is not None:
+        asked.append(workers)
+        points.append(pt(workers, rates[workers].pop(0), spread=0.0, variant=WHOLE_EPOCHS))
+    assert asked == [2, 1, 1, 2, 2, 0, 0, 2]  # the first round: the own setting against each with fewer
+    assert epochs.held_back(points, held, 2, down=True) and not epochs.held_back(points, SHORT, 2, down=True)
+    # a round begun before the budget ran out is measured whole
+    begun = [*points, pt(2, 300.0, spread=0.0, variant=WHOLE_EPOCHS)]
+    assert epochs.pending(begun, held, 2, down=True) == [0, 0, 2]
+    found = State(points=tuple(points), current=2, loader=None, limits=held, prediction=None, cpu_count=2,
+                  measured_any=True, sizing=Sizing(), loaders_compete=True)  # fmt: skip
+    result = search.result(found)
+    assert result is not None and search.HELD_BACK in result.caveats
+    unheld = search.result(dataclasses.replace(found, limits=SHORT))
+    assert unheld is not None and search.HELD_BACK not in unheld.caveats
