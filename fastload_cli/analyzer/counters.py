@@ -132,12 +132,13 @@ def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu
     return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
 
 
-def foreign_cpu_fraction(system: SystemCpu | None, run_cpu_s: float | None, own_s: float = 0.0) -> float | None:
-    """Share of all CPU time on the machine used by processes outside the run and fastload
-    (``own_s``: fastload's own CPU seconds over the window)."""
+def foreign_cpu_fraction(system: SystemCpu | None, samples: tuple[HostSample, ...], window: list[Span]) -> float | None:
+    """Share of all CPU time on the machine over the window used by processes outside the run
+    (``tree_cpu_s``) and fastload (``own_cpu_s``)."""
+    run_cpu_s = tree_cpu_s(samples, window)
     if system is None or run_cpu_s is None:
         return None
-    return min(1.0, max(0.0, system.busy_s - run_cpu_s - own_s) / system.total_s)
+    return min(1.0, max(0.0, system.busy_s - run_cpu_s - own_cpu_s(samples, window)) / system.total_s)
 
 
 GPU_READING_PERIOD_NS = 1_000_000_000  # the longest period NVML's utilisation reading averages over

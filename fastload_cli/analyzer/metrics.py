@@ -16,10 +16,8 @@ from fastload_cli.analyzer.counters import (
     Span,
     foreign_cpu_fraction,
     gpu_util_percent,
-    own_cpu_s,
     role_delta,
     system_cpu,
-    tree_cpu_s,
     tree_delta,
 )
 from fastload_cli.analyzer.failures import describe_error
@@ -196,9 +194,7 @@ def _summarize(run: RunResult) -> RunSummary:
         rss_bytes=peak_rss(run.host_samples),
         run_wall_s=(run.ended_ns - run.started_ns) / NS,
         stop_reason=run.stop_reason.value,
-        foreign_cpu_fraction=foreign_cpu_fraction(
-            system, tree_cpu_s(run.host_samples, window), own_cpu_s(run.host_samples, window)
-        ),
+        foreign_cpu_fraction=foreign_cpu_fraction(system, run.host_samples, window),
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
         event_bytes_per_s=_per_s(run.channel_bytes, (run.ended_ns - run.started_ns) / NS),
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),
