@@ -215,8 +215,7 @@ def _turn(run: RunResult, mode: Mode, mark: PhaseMark, began: int, ended: int) -
         exit_code=None,
         signal_name=None,
         error=None,
-        # only the epochs that started inside the turn: its start-up is an epoch's, or none
-        iterators=tuple(it for it in run.iterators if began < it.started_ns <= ended),
+        iterators=(),  # a turn has no iter() of its own: no start-up figure (an epoch's is the real run's)
         batches=batches,
         substitutions=tuple(
             s for s in run.substitutions if s.location != SPLIT_LOCATION and (s.location == CACHE_LOCATION) == cached

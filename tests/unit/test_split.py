@@ -12,6 +12,7 @@ from fastload_cli.records import (
     INTERLEAVED,
     SEPARATE_RUNS,
     HostSample,
+    IteratorInfo,
     PhaseMark,
     ProcRole,
     ProcSample,
@@ -213,6 +214,12 @@ def test_the_split_runs_no_aug_and_cached_turns_stand_for_those_modes_runs() -> 
             assert figures.batches == 22 - 6 and 1000 / figures.throughput_batches_per_s == pytest.approx(
                 PER_BATCH[phase], rel=1e-3
             )
+    # an epoch that started inside a turn gives that turn no start-up figure (its iter() came after the
+    # turn's first batch): the start-up of an epoch is the real run's to report
+    epoch = IteratorInfo(loader_id=1, iterator_id=2, started_ns=run.batches[60].wait_end_ns + 1, ready_ns=0,
+                         worker_pids=(), reused=False)  # fmt: skip
+    again = split.modes_of(dataclasses.replace(run, iterators=(*run.iterators, epoch), substitutions=said))
+    assert all(summarize(t).startup_s is None for turns in again.values() for t in turns)
     assert [s.location for s in found[Mode.NO_AUG][0].substitutions] == [b.NO_AUG_SUBSTITUTION.location]
     assert [s.location for s in found[Mode.CACHED][0].substitutions] == [CACHE_LOCATION]
     assert split.modes_of(dataclasses.replace(run, phases=())) == {}  # a run that took no turns
