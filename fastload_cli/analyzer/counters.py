@@ -96,13 +96,16 @@ def _exits(samples: tuple[HostSample, ...]) -> Cumulative:
     """At each sample: the tree's reaped children's CPU seconds, less the last reading of every
     process gone from the samples by then (what the per-process series already count)."""
     last: dict[int, float] = {}
+    before: set[int] = set()
+    gone = 0.0  # kept as processes leave and come back, not summed again at every sample
     points = []
     for sample in samples:
         present = {p.pid for p in sample.procs}
-        gone = sum(value for pid, value in last.items() if pid not in present)
+        gone += sum(last[pid] for pid in before - present) - sum(last[pid] for pid in present - before if pid in last)
         reaped = sum(p.reaped_cpu_s or 0.0 for p in sample.procs)
         points.append((sample.t_ns, reaped - gone))
         last.update((p.pid, p.cpu_s) for p in sample.procs)
+        before = present
     return Cumulative(points or [(0, 0.0)])
 
 

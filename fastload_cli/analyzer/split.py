@@ -23,6 +23,7 @@ from fastload_cli.records import (
     CACHE_LOCATION,
     INTERLEAVED,
     SPLIT_LOCATION,
+    BatchRecord,
     GpuSample,
     HostSample,
     InputSplit,
@@ -194,29 +195,29 @@ def modes_of(run: RunResult) -> dict[Mode, tuple[RunResult, ...]]:
     for mark, end in zip(marks, ends, strict=True):
         mode = AS_MODES.get(mark.phase)
         if mode is not None and mark.batch >= 1 and end - mark.batch > settle:
-            found[mode].append(_turn(run, mode, mark, own[mark.batch - 1].wait_end_ns, own[end - 1].wait_end_ns))
+            found[mode].append(_turn(run, mode, own[mark.batch - 1 : end], settle))
     return {mode: tuple(turns) for mode, turns in found.items()}
 
 
-def _turn(run: RunResult, mode: Mode, mark: PhaseMark, began: int, ended: int) -> RunResult:
-    """One turn of the split run (from the batch before it, ``began``, to its last, ``ended``) as
-    a run of ``mode``, for ``mark``'s loader."""
-    batches = tuple(b for b in run.batches if began < b.wait_end_ns <= ended)
+def _turn(run: RunResult, mode: Mode, turn: list[BatchRecord], settle: int) -> RunResult:
+    """One turn of the split run as a run of ``mode``: ``turn``, its training loader's batches
+    from the one before it to its last, the first ``settle`` of its own its warm-up."""
+    began, ended = turn[0].wait_end_ns, turn[-1].wait_end_ns
     cached = mode is Mode.CACHED
     return replace(
         run,
         spec=ModeSpec(mode=mode),
         status=RunStatus.OK,
         stop_reason=StopReason.ENOUGH_BATCHES,
-        requested_batches=len([b for b in batches if b.loader_id == mark.loader_id]),
-        warmup_batches=turn_settle(primary_loader(run)),
+        requested_batches=len(turn) - 1,
+        warmup_batches=settle,
         started_ns=began,
         ended_ns=ended,
         exit_code=None,
         signal_name=None,
         error=None,
         iterators=(),  # a turn has no iter() of its own: no start-up figure (an epoch's is the real run's)
-        batches=batches,
+        batches=tuple(b for b in run.batches if began < b.wait_end_ns <= ended),
         substitutions=tuple(
             s for s in run.substitutions if s.location != SPLIT_LOCATION and (s.location == CACHE_LOCATION) == cached
         ),

@@ -155,11 +155,7 @@ def decided(state: State) -> Step:
 def within_budget(state: State, limits: search.Limits) -> bool:
     """A round of whole-epoch pairs more (four runs, each as long as the median run so far) would
     end within the sweep's time budget (``Limits.budget_s``) of the command's start."""
-    if limits.budget_s is None:
-        return True
-    walls = sorted(s.run_wall_s for s in state.outcome.summaries if s.run_wall_s is not None)
-    median = walls[len(walls) // 2] if walls else 0.0
-    return state.elapsed_s + EPOCH_PAIRS_ROUND * median <= limits.budget_s
+    return limits.budget_s is None or follow_ups.fits(state, limits.budget_s, EPOCH_PAIRS_ROUND)
 
 
 def split_first(state: State, spec: ModeSpec) -> bool:

@@ -118,8 +118,9 @@ def named(spec: ModeSpec) -> str:
     return "+".join(spec.fixes) if spec.mode is Mode.FIX else spec.label
 
 
-def fits(state: State, budget_s: float) -> bool:
-    """A run as long as the median one so far would end within ``budget_s`` of the command's start."""
+def fits(state: State, budget_s: float, runs: int = 1) -> bool:
+    """``runs`` runs, each as long as the median one so far, would end within ``budget_s`` of the
+    command's start."""
     walls = sorted(s.run_wall_s for s in state.outcome.summaries if s.run_wall_s is not None)
     expected = walls[len(walls) // 2] if walls else 0.0
-    return state.elapsed_s + expected <= budget_s
+    return state.elapsed_s + runs * expected <= budget_s

@@ -11,7 +11,7 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.pooled import pooled
 from fastload_cli.analyzer.search.in_process import runs_of
 from fastload_cli.plan.step import Keep, Part, Step
-from fastload_cli.records import Breakdown, FixSpec, Measured, RunResult, RunStatus, RunSummary, RunTime
+from fastload_cli.records import Breakdown, FixSpec, Measured, ModeSpec, RunResult, RunStatus, RunSummary, RunTime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,7 +73,7 @@ def recorded(
     if step.keep is Keep.SPLIT:
         return replace(done, split_run=run, interrupted=interrupted)
     if step.keep is Keep.SPLIT_MODES:
-        return replace(done.adding(*_split_modes(run)), split_run=run, interrupted=interrupted)
+        return replace(done.adding(*_split_modes(cut)), split_run=run, interrupted=interrupted)
     if step.keep is Keep.IN_TURN:
         assert step.config is not None
         short = done.in_process_short or len(cut) < len(step.config.child.turns)
@@ -98,10 +98,13 @@ def _cut(step: Step, run: RunResult) -> tuple[RunResult, ...]:
     return (run,)
 
 
-def _split_modes(run: RunResult) -> tuple[Measured, ...]:
-    """The no-aug and cached runs the split run's turns stand for: each mode's first turn, its
-    figures pooled over its turns (``pooled``: their windows joined, their spread its noise)."""
-    return tuple(Measured(turns[0], pooled([summarize(t) for t in turns])) for turns in split.modes_of(run).values())
+def _split_modes(turns: tuple[RunResult, ...]) -> tuple[Measured, ...]:
+    """The no-aug and cached runs the split run's turns (``_cut``) stand for: each mode's first
+    turn, its figures pooled over its turns (``pooled``: their windows joined, their spread its noise)."""
+    modes: dict[ModeSpec, list[RunResult]] = {}
+    for turn in turns:
+        modes.setdefault(turn.spec, []).append(turn)
+    return tuple(Measured(each[0], pooled([summarize(t) for t in each])) for each in modes.values())
 
 
 def _timed(

@@ -114,8 +114,7 @@ class HostSampler:
                     self._procs.pop(pid, None)
             else:
                 found.append(sample)
-        system = self._sample_system()
-        return HostSample(t_ns=t_ns, procs=tuple(found), system=system, own_cpu_s=time.process_time())
+        return HostSample(t_ns=t_ns, procs=tuple(found), system=self._sample_system(), own_cpu_s=time.process_time())
 
     # -- internals -------------------------------------------------------------------------
 
