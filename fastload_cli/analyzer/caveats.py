@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fastload_cli.analyzer import ranks
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
+from fastload_cli.analyzer.window import delivered
 from fastload_cli.formatting import capitalised
 from fastload_cli.records import Mode, RunResult, RunStatus, RunSummary, StopReason
 
@@ -89,6 +90,12 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
             f"{s.mode}: fastload's stand-ins for {names} were undone: {why}. The pipeline ran as written, so this "
             "run does not measure augmentation; `--keep-transform NAME` keeps one transform as it is."
         )
+    if run.folded:
+        found.append(
+            f"{s.mode}: a long run; fastload kept {len(run.batches):,} of its {delivered(run):,} batches one by one, "
+            "the first and the latest (its own memory bounded): throughput, data wait and CPU cover every batch, "
+            "step times and the per-batch findings those kept."
+        )
     if run.spec.mode is Mode.REAL and s.batches and s.loader_busy_fraction is None and s.num_workers:
         found.append(f"{s.mode}: the workers' CPU use could not be read, so CPU and IO cannot be told apart.")
     return found
@@ -97,8 +104,8 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
 def _run_notes(run: RunResult, s: RunSummary) -> list[_Note]:
     notes = []
     ended = run.status is RunStatus.OK and run.stop_reason is StopReason.SCRIPT_ENDED
-    if ended and len(run.batches) < run.requested_batches:
-        notes.append(_Note(_ended, s.mode, (len(run.batches), run.requested_batches)))
+    if ended and delivered(run) < run.requested_batches:
+        notes.append(_Note(_ended, s.mode, (delivered(run), run.requested_batches)))
     if disturbed(s):
         assert s.foreign_cpu_fraction is not None
         notes.append(_Note(_disturbed, s.mode, (100 * s.foreign_cpu_fraction,)))

@@ -27,12 +27,13 @@ from fastload_cli.analyzer.window import (
     Batches,
     LoopStep,
     first_replay,
+    folded,
     loader_batches,
     past_warmup,
     primary_loader,
     primary_loader_id,
-    spans,
     steady_steps,
+    totals,
 )
 from fastload_cli.records import (
     HostSample,
@@ -158,10 +159,9 @@ def _after_switches(job: RunResult) -> RunResult:
 
 def _summarize(run: RunResult) -> RunSummary:
     steps = steady_steps(run)
-    window = spans(steps)
-    window_ns = sum(b - a for a, b in window)
+    measured = totals(run, steps)
+    window, window_ns, samples = measured.window, measured.window_ns, measured.samples
     window_s = window_ns / NS
-    samples = sum(s.batch.samples for s in steps)
     loader = primary_loader(run)
     main_cpu = role_delta(run.host_samples, ProcRole.MAIN, window, lambda p: p.cpu_s)
     worker_cpu = role_delta(run.host_samples, ProcRole.WORKER, window, lambda p: p.cpu_s)
@@ -173,12 +173,12 @@ def _summarize(run: RunResult) -> RunSummary:
         spec=run.spec,
         status=run.status,
         num_workers=loader.num_workers if loader is not None else None,
-        batches=len(steps),
+        batches=measured.steps,
         samples=samples,
         wall_s=window_s if window_s > 0 else None,
         throughput_samples_per_s=_per_s(samples, window_s),
-        throughput_batches_per_s=_per_s(len(steps), window_s),
-        data_wait_fraction=(sum(s.wait_ns for s in steps) / window_ns) if window_ns > 0 else None,
+        throughput_batches_per_s=_per_s(measured.steps, window_s),
+        data_wait_fraction=(measured.wait_ns / window_ns) if window_ns > 0 else None,
         step_ms_p50=percentile(steps_ms, 0.5),
         step_ms_p90=percentile(steps_ms, 0.9),
         startup_s=startup_s(run),
@@ -234,7 +234,9 @@ def training_throughput(run: RunResult) -> float | None:
         return None
     start = batches[run.warmup_batches - 1].wait_end_ns if run.warmup_batches else batches[0].wait_end_ns
     measured = batches[run.warmup_batches :] if run.warmup_batches else batches[1:]
-    return _per_s(sum(b.samples for b in measured), (measured[-1].wait_end_ns - start) / NS)
+    fold = folded(run)  # a long run's batches between those kept
+    samples = sum(b.samples for b in measured) + (fold.samples if fold is not None else 0)
+    return _per_s(samples, (measured[-1].wait_end_ns - start) / NS)
 
 
 SPREAD_BLOCKS = 4  # the window is cut into this many consecutive blocks to see how steady it was

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span
-from fastload_cli.records import BatchRecord, IteratorInfo, LoaderInfo, RunResult, Streamed
+from fastload_cli.records import BatchRecord, FoldedBatches, IteratorInfo, LoaderInfo, RunResult, Streamed
 
 NS = 1e9
 Batches = RunResult | Streamed  # a finished run, or what a run in flight has streamed so far
@@ -115,9 +115,13 @@ def steady_steps(run: Batches) -> list[LoopStep]:
     that, every epoch after warm-up counts whole, from ``iter()`` on: start-up, burst and all,
     which is what such epochs cost. Without workers only each epoch's first batch is left out.
     When the script delivered too few batches to leave warm-up, the batches after the first are
-    used instead (the caveats say so).
+    used instead (the caveats say so). A run long enough to fold batches into totals (``folded``)
+    counts every step but each epoch's first, kept and folded alike: over its many batches a
+    burst and a drain are the steady state's.
     """
     batches = loader_batches(run)
+    if folded(run) is not None:
+        return _steps(run, batches, first=1)
     loader = primary_loader(run)
     burst = startup_burst(loader)
     known = epoch_batches(loader)
@@ -172,7 +176,7 @@ def _steps(run: Batches, batches: list[BatchRecord], first: int, end: int | None
     others = _other_waits(run, batches[0].loader_id) if batches else None
     steps = []
     for position, batch in enumerate(batches):
-        before = previous.get(batch.iterator_id)
+        before = batch.after_ns if batch.after_ns is not None else previous.get(batch.iterator_id)
         previous[batch.iterator_id] = batch.wait_end_ns
         inside = batch.index >= first and (end is None or batch.index < end)
         if position >= skip and inside and before is not None:
@@ -208,3 +212,53 @@ def spans(steps: list[LoopStep]) -> list[Span]:
         else:
             found.append((step.previous_end_ns, step.end_ns))
     return found
+
+
+def delivered(run: RunResult) -> int:
+    """Batches the run's loaders delivered: those kept one by one and a long run's folded ones."""
+    return len(run.batches) + sum(f.batches for f in run.folded)
+
+
+def folded(run: Batches) -> FoldedBatches | None:
+    """The training loader's batches a long run did not keep one by one, or None (all kept)."""
+    loader_id = primary_loader_id(run)
+    return next((f for f in run.folded if f.loader_id == loader_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The measured window's steps: those kept one by one and a long run's folded ones together."""
+
+    steps: int
+    samples: int
+    wait_ns: int
+    window: list[Span]
+
+    @property
+    def window_ns(self) -> int:
+        return sum(b - a for a, b in self.window)
+
+
+def totals(run: RunResult, steps: list[LoopStep]) -> Totals:
+    """The window's steps, samples and data wait, and its spans of time, folded batches included."""
+    fold = folded(run)
+    window = spans(steps)
+    if fold is None:
+        return Totals(len(steps), sum(s.batch.samples for s in steps), sum(s.wait_ns for s in steps), window)
+    return Totals(
+        steps=len(steps) + fold.steps,
+        samples=sum(s.batch.samples for s in steps) + fold.step_samples,
+        wait_ns=sum(s.wait_ns for s in steps) + fold.step_wait_ns,
+        window=_joined([*window, *fold.spans]),
+    )
+
+
+def _joined(found: list[Span]) -> list[Span]:
+    """Spans in time order, those that meet made one."""
+    joined: list[Span] = []
+    for start, end in sorted(found):
+        if joined and joined[-1][1] >= start:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined

@@ -74,10 +74,36 @@ class BatchRecord:
     samples_key: str | None = None
     # the digest of the sample indices it was drawn for (map-style; runs whose batches are compared)
     indices_key: str | None = None
+    # A long run's first batch kept after batches folded into totals (``FoldedBatches``): the end of
+    # the previous batch's wait, where its step began (None: the previous batch is kept too).
+    after_ns: int | None = None
 
     @property
     def wait_ns(self) -> int:
         return self.wait_end_ns - self.wait_start_ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoldedBatches:
+    """One loader's batches of a long run that fastload did not keep one by one (it keeps each
+    loader's first batches and the run's latest): their totals, and the time their steps took.
+
+    A step is a batch after another of the same epoch: from the end of that one's wait to the end
+    of its own. An epoch's first batch is counted in ``batches`` but makes no step (its wait holds
+    the epoch's start-up), as in the measured window."""
+
+    loader_id: int
+    batches: int
+    samples: int  # all the folded batches'
+    steps: int
+    step_samples: int
+    step_wait_ns: int
+    epochs: int  # folded batches that began an epoch
+    spans: tuple[tuple[int, int], ...]  # the steps' time: contiguous stretches, one an epoch as a rule
+
+    @property
+    def step_ns(self) -> int:
+        return sum(end - start for start, end in self.spans)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -320,6 +346,7 @@ class RunResult:
     loaders: tuple[LoaderInfo, ...] = ()
     iterators: tuple[IteratorInfo, ...] = ()
     batches: tuple[BatchRecord, ...] = ()
+    folded: tuple[FoldedBatches, ...] = ()  # a long run: the batches not kept one by one, by loader
     layouts: tuple[BatchLayout, ...] = ()
     substitutions: tuple[Substitution, ...] = ()
     host_samples: tuple[HostSample, ...] = ()
@@ -358,3 +385,4 @@ class Streamed:
     warmup_batches: int
     requested_batches: int
     phases: tuple[PhaseMark, ...] = ()  # an in-process run: where each setting took over so far
+    folded: tuple[FoldedBatches, ...] = ()  # a long run: the batches not kept one by one, by loader

@@ -15,6 +15,7 @@ from fastload_cli.records import (
     BreakdownStep,
     ChildEnv,
     EventKind,
+    FoldedBatches,
     IteratorInfo,
     LoaderInfo,
     PhaseMark,
@@ -23,6 +24,7 @@ from fastload_cli.records import (
     Substitution,
     TensorLeaf,
 )
+from fastload_cli.runner.kept import KeptBatches, without_dropped
 
 
 @dataclass
@@ -31,7 +33,7 @@ class EventCollector:
 
     loaders: list[LoaderInfo] = field(default_factory=list)
     iterators: list[IteratorInfo] = field(default_factory=list)
-    batches: list[BatchRecord] = field(default_factory=list)
+    kept: KeptBatches = field(default_factory=KeptBatches)  # the batches, bounded over a long run
     layouts: list[BatchLayout] = field(default_factory=list)
     substitutions: list[Substitution] = field(default_factory=list)
     env: ChildEnv = field(default_factory=ChildEnv)
@@ -66,6 +68,14 @@ class EventCollector:
                 self._apply(event)
                 events.append(event)
         return events
+
+    @property
+    def batches(self) -> tuple[BatchRecord, ...]:
+        """The batches kept one by one, in arrival order (a long run's middle is in ``folded``)."""
+        return self.kept.records()
+
+    def folded(self) -> tuple[FoldedBatches, ...]:
+        return self.kept.folded()
 
     def most_batches(self) -> int:
         """Batches delivered by the busiest loader (the training loader, as a rule)."""
@@ -132,7 +142,10 @@ class EventCollector:
 
     def _on_batch(self, e: dict[str, Any]) -> None:
         record = build(BatchRecord, e)
-        self.batches.append(record)
+        self.kept.add(record)
+        if self.kept.dropped_epochs:
+            self.iterators = without_dropped(self.iterators, self.kept.dropped_epochs)
+            self.kept.dropped_epochs.clear()
         if record.synthetic:
             self._first_replay.setdefault(record.loader_id, self._per_loader[record.loader_id])
         self._per_loader[record.loader_id] += 1

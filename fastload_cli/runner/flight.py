@@ -34,6 +34,7 @@ from fastload_cli.records import (
 )
 from fastload_cli.records.protocol import NEXT_SIGNAL, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
+from fastload_cli.runner.kept import for_run as kept_for
 from fastload_cli.runner.processes import terminate_run
 from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.runner.start import Started
@@ -114,7 +115,7 @@ class Flight:
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
 
     def __post_init__(self) -> None:
-        self.collectors = {rank: EventCollector() for rank in self.started.events}
+        self.collectors = {rank: EventCollector(kept=kept_for(self.config)) for rank in self.started.events}
         self.pyspy = PySpy(self.config.py_spy_s) if self.config.py_spy_s > 0 else None
 
     @property
@@ -150,7 +151,6 @@ class Flight:
 
     def selector(self) -> selectors.DefaultSelector:
         selector = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
         for rank, stream in self.started.events.items():
             selector.register(stream, selectors.EVENT_READ, functools.partial(self._on_events, rank))
         selector.register(self.proc.stdout, selectors.EVENT_READ, self._on_output)
@@ -184,8 +184,7 @@ class Flight:
         """Once every rank has opened its FIFO (it says hello after), the folder is removed: nothing
         of the job is left on disk whatever ends fastload. Not where the launcher may restart ranks,
         which open their FIFOs again."""
-        launcher = self.config.launcher
-        restarts = launcher is not None and launcher.max_restarts > 0
+        restarts = self.config.launcher is not None and self.config.launcher.max_restarts > 0
         if self.started.folder is None or restarts or not all(c.pid for c in self.collectors.values()):
             return
         shutil.rmtree(self.started.folder, ignore_errors=True)
@@ -287,12 +286,13 @@ class Flight:
 
     def streamed(self, c: EventCollector) -> Streamed:
         return Streamed(
-            batches=tuple(c.batches),
+            batches=c.batches,
             loaders=tuple(c.loaders),
             iterators=tuple(c.iterators),
             warmup_batches=self.config.warmup,
             requested_batches=self.config.requested_batches,
             phases=tuple(c.phases),
+            folded=c.folded(),
         )
 
     def _profiling(self) -> bool:
@@ -353,9 +353,8 @@ class Flight:
         """What ``c`` heard, with the run's samples and the outcome given (status, stop reason,
         exit code, signal)."""
         gpu_samples, gpu_health = gpu if gpu is not None else ((), None)
-        gpu_unavailable = self.gpu_unavailable
-        if gpu_health is not None and gpu_health.unavailable and not gpu_samples:
-            gpu_unavailable = "; ".join(gpu_health.unavailable)
+        unreadable = gpu_health is not None and gpu_health.unavailable and not gpu_samples
+        gpu_unavailable = "; ".join(gpu_health.unavailable) if unreadable and gpu_health else self.gpu_unavailable
         return RunResult(
             spec=self.config.spec,
             requested_batches=self.config.requested_batches,
@@ -368,7 +367,8 @@ class Flight:
             env=c.env,
             loaders=tuple(c.loaders),
             iterators=tuple(c.iterators),
-            batches=tuple(c.batches),
+            batches=c.batches,
+            folded=c.folded(),
             layouts=tuple(c.layouts),
             substitutions=tuple(c.substitutions),
             host_samples=host[0],

@@ -43,7 +43,7 @@ class HostSampler:
     def __init__(self, root_pid: int, interval_s: float) -> None:
         self._root_pid = root_pid
         self._procs: dict[int, psutil.Process] = {}
-        self._workers: frozenset[int] = frozenset()
+        self._workers: set[int] = set()
         self._lock = threading.Lock()
         self._unavailable: dict[str, str] = {}
         self._tick = 0
@@ -51,7 +51,7 @@ class HostSampler:
         self._disk_read_bytes: int | None = None
         self._started: dict[int, int | None] = {}  # pid: when it started, on the monotonic clock
         self._ticker: Ticker[HostSample] = Ticker(
-            self.sample, interval_s, "fastload-host-sampler", cpu_budget=SAMPLING_CPU_BUDGET
+            self.sample, interval_s, "fastload-host-sampler", cpu_budget=SAMPLING_CPU_BUDGET, size=_processes
         )
         self._track(root_pid)
 
@@ -60,7 +60,7 @@ class HostSampler:
     def note_workers(self, pids: Iterable[int]) -> None:
         """DataLoader worker pids reported by the child: tracked from the next tick on."""
         with self._lock:
-            self._workers = self._workers | frozenset(pids)
+            self._workers.update(pids)
         for pid in pids:
             self._track(pid)
 
@@ -103,20 +103,27 @@ class HostSampler:
             self._disk_read_bytes = self._field("disk_read_bytes", _disk_read_bytes)
         self._tick += 1
         with self._lock:
-            procs = list(self._procs.items())
-            workers = self._workers
+            procs = [(pid, proc, self._role(pid)) for pid, proc in self._procs.items()]
         found = []
-        for pid, proc in procs:
-            role = ProcRole.MAIN if pid == self._root_pid else ProcRole.WORKER if pid in workers else ProcRole.OTHER
+        for pid, proc, role in procs:
             sample = self._sample_proc(proc, role, detail, unique=self._all_unique and role is ProcRole.WORKER)
             if sample is None:
-                with self._lock:
-                    self._procs.pop(pid, None)
+                self._forget(pid)
             else:
                 found.append(sample)
         return HostSample(t_ns=t_ns, procs=tuple(found), system=self._sample_system(), own_cpu_s=time.process_time())
 
     # -- internals -------------------------------------------------------------------------
+
+    def _role(self, pid: int) -> ProcRole:
+        return ProcRole.MAIN if pid == self._root_pid else ProcRole.WORKER if pid in self._workers else ProcRole.OTHER
+
+    def _forget(self, pid: int) -> None:
+        """A process that left: nothing of it is kept (a long run starts workers every epoch)."""
+        with self._lock:
+            self._procs.pop(pid, None)
+            self._workers.discard(pid)
+            self._started.pop(pid, None)
 
     def _track(self, pid: int) -> None:
         with self._lock:
@@ -226,6 +233,11 @@ class HostSampler:
         if iowait is None:
             self._unavailable.setdefault("iowait", "not reported on this platform")
         return SystemSample(busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=self._disk_read_bytes)
+
+
+def _processes(sample: HostSample) -> int:
+    """A sample's weight against the samples kept: its processes (a job of many workers weighs more)."""
+    return max(1, len(sample.procs))
 
 
 def _stat_fields(pid: int) -> list[bytes]:

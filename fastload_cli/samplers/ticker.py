@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-# Samples kept per run: 10 minutes at 20 Hz (a few tens of MB of process-tree samples). Past it
-# every other sample is dropped and from then on every other one is kept (the stride doubles each
-# time), the first and the latest always: counters are cumulative, so the rate over any window
-# stays exact, at a coarser resolution, and a run of hours stays bounded.
+# What a run keeps of its samples, in the units of the ticker's ``size`` (a sample each, or a
+# process-tree sample's processes: a few MB). Past it every other sample is dropped and from then
+# on every other one is kept (the stride doubles each time), the first and the latest always:
+# counters are cumulative, so the rate over any window stays exact, at a coarser resolution, and a
+# run of hours costs the memory of a few minutes.
 MAX_SAMPLES = 12_000
 TICK_SMOOTHING = 0.2  # weight of the latest tick's CPU time in the smoothed cost of a tick
 
@@ -20,7 +21,8 @@ class Ticker(Generic[T]):
     """Calls ``sample()`` every ``interval_s`` on fixed deadlines (not "sleep after work").
 
     A tick that starts after its deadline is counted late; when the loop falls a whole interval
-    behind it skips ahead instead of bursting, so samples stay evenly spread. With ``cpu_budget``
+    behind it skips ahead instead of bursting, so samples stay evenly spread. ``size`` weighs a
+    sample against ``MAX_SAMPLES``. With ``cpu_budget``
     the interval stretches so that sampling takes at most that share of one core (its CPU time
     a tick, smoothed over the last few): a tree of many processes is sampled less often, never
     at the cost of the run it measures. ``longest_s`` is the longest interval that was in force.
@@ -34,6 +36,7 @@ class Ticker(Generic[T]):
         *,
         cpu_budget: float | None = None,
         cpu_clock: Callable[[], float] = time.thread_time,
+        size: Callable[[T], int] = lambda _: 1,
     ) -> None:
         self._sample = sample
         self.interval_s = interval_s
@@ -46,6 +49,8 @@ class Ticker(Generic[T]):
         self._taking = threading.Lock()  # a sample taken now, from another thread, never beside a tick
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.samples: list[T] = []
+        self._size = size
+        self._kept_size = 0  # the kept samples' sizes, added up
         self._found = 0  # samples taken, kept or not
         self._stride = 1  # every stride-th sample is kept
         self._latest: T | None = None  # kept at the end, whatever the stride
@@ -87,8 +92,10 @@ class Ticker(Generic[T]):
             return
         if self._found % self._stride == 0:
             self.samples.append(found)
-            if len(self.samples) > MAX_SAMPLES:  # half the resolution, the same span
+            self._kept_size += self._size(found)
+            if self._kept_size > MAX_SAMPLES:  # half the resolution, the same span
                 self.samples, self._stride = self.samples[::2], 2 * self._stride
+                self._kept_size = sum(self._size(kept) for kept in self.samples)
         self._found += 1
         self._latest = found
 

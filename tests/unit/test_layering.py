@@ -45,7 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     CHILD: {"records", "fixes"},
     "runner.warm": {"records"},  # the parent's client of the warm starter (its server is runner.child.starter)
     "runner.stacks": {"records"},
-    "runner.collect": {"records"},
+    "runner.collect": {"records", "runner.kept"},
+    "runner.kept": {"records", "config"},  # a run's batch records, bounded: what a run keeps follows its config
     "runner": {"samplers", "records", "config", "errors"},  # the parent's side: start, flight, launch, job
     "runner.processes": {"records"},
     "analyzer": {"records", "config", "formatting"},

@@ -185,6 +185,31 @@ def test_a_long_run_keeps_a_bounded_number_of_samples_over_its_whole_span(monkey
     assert gaps == {16}  # evenly thinned: every 2**k-th sample
 
 
+def test_the_samples_kept_are_bounded_by_their_size_not_their_count(monkeypatch) -> None:
+    from fastload_cli.samplers import ticker as ticking
+
+    monkeypatch.setattr(ticking, "MAX_SAMPLES", 100)
+    counter = iter(range(10_000))
+    found = Ticker(lambda: next(counter), 1.0, "test", size=lambda _: 10)  # ten processes a sample
+    for _ in range(1_000):
+        found._take()
+    assert len(found.stop()) <= 11
+
+
+def test_a_worker_that_left_is_forgotten() -> None:
+    """A long run starts workers every epoch: what the sampler knows of each goes when it leaves."""
+    sampler = HostSampler(os.getpid(), 0.05)
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler.note_workers([worker.pid])
+        assert any(p.pid == worker.pid and p.role is ProcRole.WORKER for p in sampler.sample().procs)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert all(p.pid != worker.pid for p in sampler.sample().procs)
+    assert worker.pid not in sampler._workers and worker.pid not in sampler._started
+
+
 def test_the_settle_check_waits_ten_times_as_long_as_it_took() -> None:
     import types
 
