@@ -7,9 +7,12 @@ Runs `fastload diagnose LOOP --modes real --fixed-batches` on a training loop th
 itself (a small model on in-memory tensors, two workers: a hundred batches a second and more on
 two cores, each batch a record fastload keeps), stopped by `--timeout` after `--minutes`. The
 fastload process's resident memory (RSS; the script's processes left out) is read every two
-seconds; a line fitted to the readings after the first minute (imports, the script's start, the
-first epochs) gives the growth per hour. Prints the readings' ends, the batches a second the loop
-ran at (from the child's own count of its steps), and the growth per hour; writes them as JSON.
+seconds. After the first minute (imports, the script's start, the first epochs) what fastload
+keeps of a run fills its bounds (batch records, host samples) and then stays; a line fitted to the
+readings of the run's second half gives the growth that goes on, and an hour of measuring adds
+what was added since the first minute plus that growth over the rest of the hour. Prints the
+readings' ends, the batches a second the loop ran at (from the child's own count of its steps),
+the late growth per hour and what an hour adds; writes them as JSON.
 """
 
 from __future__ import annotations
@@ -61,22 +64,25 @@ def main() -> None:
         script.write_text(LOOP)
         readings, steps = measure(script, seconds)
     late = [(t, rss) for t, rss in readings if t >= SETTLING_S]
-    if len(late) < 3:
+    second_half = [(t, rss) for t, rss in late if t >= seconds / 2]
+    if len(second_half) < 3:
         raise SystemExit(f"too few readings after the first {SETTLING_S:.0f} s: run for more --minutes")
-    slope = statistics.linear_regression([t for t, _ in late], [rss for _, rss in late]).slope
+    slope = statistics.linear_regression([t for t, _ in second_half], [rss for _, rss in second_half]).slope
+    end_s, added = late[-1][0], late[-1][1] - late[0][1]
     rate = (steps[-1][0] - steps[0][0]) / (steps[-1][1] - steps[0][1]) if len(steps) > 1 else None
     found = {
         "minutes": args.minutes,
         "rss_start_mb": round(late[0][1] / 2**20, 1),
         "rss_end_mb": round(late[-1][1] / 2**20, 1),
-        "growth_mb_per_hour": round(slope * 3600 / 2**20, 1),
+        "late_growth_mb_per_hour": round(slope * 3600 / 2**20, 1),
+        "hour_adds_mb": round((added + max(0.0, slope) * max(0.0, 3600 - end_s)) / 2**20, 1),
         "batches_per_s": round(rate, 1) if rate is not None else None,
         "readings": [(round(t, 1), rss) for t, rss in readings],
     }
     print(
         f"fastload's RSS {found['rss_start_mb']} MB at {SETTLING_S:.0f} s, {found['rss_end_mb']} MB at "
-        f"{late[-1][0]:.0f} s; growth {found['growth_mb_per_hour']} MB an hour of measuring, the loop at "
-        f"{found['batches_per_s']} batches/s"
+        f"{end_s:.0f} s; over the second half {found['late_growth_mb_per_hour']} MB an hour; an hour of "
+        f"measuring adds {found['hour_adds_mb']} MB; the loop at {found['batches_per_s']} batches/s"
     )
     if args.out:
         write_json(args.out, found)
