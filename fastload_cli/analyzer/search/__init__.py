@@ -36,15 +36,38 @@ HELD_BACK = (
     "The pairs of whole epochs told the best setting from the script's own by less than their noise, and "
     "diagnose's time budget held no more of them: fastload sweep-workers measures more."
 )
+NONE_IN_BUDGET = (
+    "Each epoch here is short enough for its start-up, burst and drain to matter, which steady windows leave "
+    "out, and diagnose's time budget held no pairs of whole epochs to measure them: fastload sweep-workers does."
+)
 
 
 def result(found: State) -> SweepResult | None:
     """What the measured settings say: the setting to use, its speedup, where returns end; and
-    where the time budget held back pairs of whole epochs the runs asked for, that caveat."""
+    where the time budget held back pairs of whole epochs the runs asked for, that caveat. Where
+    it held back every pair, fewer workers than the script's own are not advised from the steady
+    windows alone (a short epoch's start-up and burst, which they leave out, can undo their gain):
+    the conclusion says what the windows read."""
+    held = epochs.held_back(found.points, found.limits, found.current, down=found.loaders_compete)
     done = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction)
-    if done is not None and epochs.held_back(found.points, found.limits, found.current, down=found.loaders_compete):
-        done = replace(done, caveats=(*done.caveats, HELD_BACK))
-    return done
+    if done is None or not held:
+        return done
+    if not epochs.unmeasured(found.points):
+        return replace(done, caveats=(*done.caveats, HELD_BACK))
+    own = found.current or 0
+    fewer = done.recommended_workers is not None and done.recommended_workers < own
+    if not (done.significant and fewer and done.speedup is not None):
+        return replace(done, caveats=(*done.caveats, NONE_IN_BUDGET))
+    kept = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction, fewer=False)
+    assert kept is not None
+    return replace(
+        kept,
+        conclusion=(
+            f"Keep num_workers={own} for now: num_workers={done.recommended_workers} was {done.speedup:.2f}x as fast "
+            "in steady windows, which leave out each epoch's start-up, burst and drain, and diagnose's time budget "
+            "held no pairs of whole epochs to measure it as training pays for it: fastload sweep-workers does."
+        ),
+    )
 
 
 __all__ = [

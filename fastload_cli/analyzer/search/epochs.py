@@ -149,6 +149,11 @@ def held_back(points: Sequence[SweepPoint], limits: Limits, current: int | None,
     return bool(found) and _order(points, found, current, more=False) != _order(points, found, current)
 
 
+def unmeasured(points: Sequence[SweepPoint]) -> bool:
+    """No setting was measured over whole epochs."""
+    return not any(p.variant == EPOCHS_VARIANT for p in points)
+
+
 def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, *, more: bool = True) -> list[int]:
     """The settings ``wanted`` measures, in order: for each of ``found`` with fewer workers, it and
     the script's own in pairs, each pair's order reversed in the next (own, it, it, own: a machine
@@ -156,10 +161,13 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, 
     of fewer workers from the script's own yet leave open a gain worth advising
     (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more: a difference
     the runs told apart stands as measured, one inside their noise is measured again before it is
-    advised or dropped; never a round not begun where the time budget holds no more (``more``)."""
+    advised or dropped; never a round not begun where the time budget holds no more (``more``),
+    the first included: without a pair measured, none."""
     own = found[0]
     order = [w for fewer in found[1:] for w in (own, fewer, fewer, own)]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
+    if not more and not whole:
+        return []
     for _ in range(EPOCHS_MORE):
         if len(whole) < len(order):
             break
