@@ -50,6 +50,9 @@ PRELOADS = (
     "pytorch_lightning",
     "transformers",
     "accelerate",
+    "datasets",
+    "albumentations",
+    "cv2",
 )
 SETS_ENVIRONMENT = re.compile(r"\b(environ|putenv)\b")
 

@@ -22,6 +22,9 @@ def test_the_libraries_the_script_imports_are_imported_first(tmp_path: Path) -> 
     inside = "def main():\n    import timm\n    from torch.utils.data import DataLoader\n"
     assert preloads(tmp_path, inside) == ("torch", "timm")
     assert preloads(tmp_path, "from . import torch\nimport torchvision\n") is None  # no torch of its own
+    # the libraries of Hugging Face's and albumentations' scripts: a second or two each, every run
+    frameworks = "import albumentations as A\nimport cv2\nimport torch\nfrom datasets import Dataset\n"
+    assert preloads(tmp_path, frameworks) == ("torch", "datasets", "albumentations", "cv2")
 
 
 @pytest.mark.parametrize(

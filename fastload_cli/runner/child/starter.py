@@ -19,6 +19,11 @@ from typing import Any, NoReturn
 from fastload_cli.records.protocol import CHANNEL_FD_ENV, PRELOAD_DIR_ENV, PRELOADS_ENV, WARM_FD_ENV
 
 REAP_S = 0.02  # how often the starter looks for children that exited
+# With torch: what a script's first optimizer imports (torch.optim's wrappers import the compiler
+# stack, torch._dynamo, on first use): about a second, and 2 s on a slow machine, that every run
+# of a training script would pay again after the fork. Best effort: a torch without it, or one
+# that fails to import it, leaves the runs to import it themselves.
+WITH_TORCH = ("torch._dynamo",)
 MAX_MESSAGE = 1 << 20
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -41,6 +46,9 @@ def serve() -> NoReturn:
     except BaseException as exc:  # the script would fail the same way, cold: let it say so itself
         _reply(sock, {"error": f"importing {name}: {type(exc).__name__}: {exc}"})
         os._exit(1)
+    for name in WITH_TORCH if "torch" in names else ():
+        with contextlib.suppress(Exception):
+            __import__(name)
     del sys.path[: 1 if first else 0]
     import threading
 
