@@ -58,7 +58,7 @@ def result(found: State) -> SweepResult | None:
     fewer = done.recommended_workers is not None and done.recommended_workers < own
     if not (done.significant and fewer and done.speedup is not None):
         return replace(done, caveats=(*done.caveats, NONE_IN_BUDGET))
-    kept = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction, fewer=False)
+    kept = conclude(found.points, found.current, replace(found.limits, fewer=False), found.cpu_count, found.prediction)
     assert kept is not None
     return replace(
         kept,

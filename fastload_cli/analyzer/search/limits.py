@@ -32,6 +32,7 @@ class Limits:
     # within ``budget_s`` of the command's start; ``more_epochs`` is False once none would.
     budget_s: float | None = None
     more_epochs: bool = True
+    fewer: bool = True  # a setting with fewer workers than the script's own may be advised
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:
         """These limits for the loader the sweep measures (its epoch length and prefetch_factor)."""

@@ -31,17 +31,10 @@ from fastload_cli.records import SweepPoint, SweepResult
 
 
 def conclude(
-    points: Sequence[SweepPoint],
-    current: int | None,
-    limits: Limits,
-    cpu_count: int | None,
-    curve: Curve | None = None,
-    *,
-    fewer: bool = True,
+    points: Sequence[SweepPoint], current: int | None, limits: Limits, cpu_count: int | None, curve: Curve | None = None
 ) -> SweepResult | None:
     """The setting to use, its measured speedup over the script's own, and where returns end;
-    with the prediction the search started from (``curve``), and how far off it was. Without
-    ``fewer``, a setting with fewer workers than the script's own is not advised."""
+    with the prediction the search started from (``curve``), and how far off it was."""
     measured = plain(points)
     ok = usable(measured.values())
     if not ok:
@@ -62,7 +55,7 @@ def conclude(
         picked, significant = measured[whole.workers], whole.told_apart
         chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
     significant = significant and gain is not None and gain / (1 + spread) >= th.SWEEP_MIN_PROMISE
-    significant = significant and (fewer or top.workers >= (current or 0))
+    significant = significant and (limits.fewer or top.workers >= (current or 0))
     if base is not None and not significant:
         chosen, variant, top, gain = base, None, base, 1.0  # nothing measurably beats the script's own setting
     stopped = _stopped(points, limits, curve, current)
