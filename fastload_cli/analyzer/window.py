@@ -241,15 +241,15 @@ class Totals:
 
 def totals(run: RunResult, steps: list[LoopStep]) -> Totals:
     """The window's steps, samples and data wait, and its spans of time, folded batches included."""
+    kept = Totals(len(steps), sum(s.batch.samples for s in steps), sum(s.wait_ns for s in steps), spans(steps))
     fold = folded(run)
-    window = spans(steps)
     if fold is None:
-        return Totals(len(steps), sum(s.batch.samples for s in steps), sum(s.wait_ns for s in steps), window)
+        return kept
     return Totals(
-        steps=len(steps) + fold.steps,
-        samples=sum(s.batch.samples for s in steps) + fold.step_samples,
-        wait_ns=sum(s.wait_ns for s in steps) + fold.step_wait_ns,
-        window=_joined([*window, *fold.spans]),
+        steps=kept.steps + fold.steps,
+        samples=kept.samples + fold.step_samples,
+        wait_ns=kept.wait_ns + fold.step_wait_ns,
+        window=_joined([*kept.window, *fold.spans]),
     )
 
 

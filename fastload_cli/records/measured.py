@@ -101,10 +101,6 @@ class FoldedBatches:
     epochs: int  # folded batches that began an epoch
     spans: tuple[tuple[int, int], ...]  # the steps' time: contiguous stretches, one an epoch as a rule
 
-    @property
-    def step_ns(self) -> int:
-        return sum(end - start for start, end in self.spans)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TensorLeaf:

@@ -22,10 +22,10 @@ class Ticker(Generic[T]):
 
     A tick that starts after its deadline is counted late; when the loop falls a whole interval
     behind it skips ahead instead of bursting, so samples stay evenly spread. ``size`` weighs a
-    sample against ``MAX_SAMPLES``. With ``cpu_budget``
-    the interval stretches so that sampling takes at most that share of one core (its CPU time
-    a tick, smoothed over the last few): a tree of many processes is sampled less often, never
-    at the cost of the run it measures. ``longest_s`` is the longest interval that was in force.
+    sample against ``MAX_SAMPLES``. With ``cpu_budget`` the interval stretches so that sampling
+    takes at most that share of one core (its CPU time a tick, smoothed over the last few): a tree
+    of many processes is sampled less often, never at the cost of the run it measures.
+    ``longest_s`` is the longest interval that was in force.
     """
 
     def __init__(
