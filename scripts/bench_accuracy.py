@@ -69,6 +69,11 @@ CASES = (
     Case("worker-startup", ZOO / "worker_startup.py", "io", ("persistent-workers",)),
     Case("borderline", ZOO / "borderline.py", "hedged"),
     Case("slow-step", ZOO / "slow_step.py", "compute", ("step-is-the-limit",)),
+    # Epochs of 6,250 batches (no verdict waits for one to end), and a GPU host's pace on any machine:
+    # a 30 ms step the host only waits through, 40-batch epochs whose workers start again each time.
+    Case("long-epochs-augmentation", ZOO / "long_epochs.py", "cpu", ("reduce-augmentation-cost",)),
+    Case("long-epochs-latency", ZOO / "long_epochs.py", "io", ("increase-num-workers",), args=("--latency-ms", "4")),
+    Case("gpu-paced", ZOO / "gpu_paced.py", "io", ("increase-num-workers",)),
     # Scripts in the frameworks' own idioms (tests/scripts/frameworks), each with a planted input cost:
     # heavy augmentation under Lightning, RandAugment on JPEGs of varied sizes under timm, an FFT per
     # sample behind accelerate, and FakeData images made and augmented beside a CNN on the same cores.
