@@ -11,8 +11,9 @@ settings already run), at a rung whose start-up burst would fill half an epoch, 
 that failed. Then up to ``refine`` settings between the best point and its measured neighbours
 are measured: below it first when the next setting up is as fast (a plateau), above it first
 otherwise. The script's own setting is always measured, so every speedup is against it; when
-the best setting is another, both are measured a second time before the sweep concludes, and so
-is each setting with fewer workers that the best does not beat beyond the noise.
+the best setting is another, both are measured a second time before the sweep concludes where
+the answer could turn on one run (``confirmation``), and so is each setting with fewer workers
+that the best does not beat beyond the noise.
 
 Pure functions: ``step.next_step`` asks ``plan`` when the search has no prediction to verify.
 """
@@ -62,9 +63,11 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     """The best setting and the script's own, measured once more each when they differ by less
     than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
     can be off by the machine's noise (never by a factor of two). Also at any difference where the
-    best's gain appears only after a slower setting between them (``points.dip``), as noise does,
-    or where either run's own window varied by more than ``SWEEP_CONFIRM_SPREAD``: a window whose
-    rate swings that much (a stall every few batches) can be off by more than any machine's noise.
+    best's gain appears only after a slower setting between them (``points.dip``), as noise does.
+    Where the best is that much faster, a run whose own window varied by more than
+    ``SWEEP_CONFIRM_SPREAD`` is measured once more, alone: a window whose rate swings that much (a
+    stall every few batches) can be off by more than any machine's noise, and its second run says
+    how far; the other run of the two is not in doubt and would not change the answer.
     Then each setting with fewer workers than the best that it does not beat beyond the noise,
     fewest first: the sweep prefers the fewest workers as fast as the best, and one unlucky run
     must not be what rules a cheaper setting out."""
@@ -76,11 +79,12 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     if top.workers == current:
         return None
     base = measured[current]
-    doubtful = dip(measured, top, base) is not None or swings(top) or swings(base)
-    if throughput(top) >= own * th.SWEEP_CONFIRM_BELOW and not doubtful:
+    both = throughput(top) < own * th.SWEEP_CONFIRM_BELOW or dip(measured, top, base) is not None
+    again = (top, base) if both else tuple(p for p in (top, base) if swings(p))
+    if not again:
         return None
     close = sorted(p.workers for p in ok if p.workers < top.workers and not faster(top, p))
-    return next((w for w in (top.workers, current, *close) if measured[w].runs < 2), None)
+    return next((w for w in (*(p.workers for p in again), *close) if measured[w].runs < 2), None)
 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:
