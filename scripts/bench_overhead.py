@@ -17,6 +17,9 @@
    batch (an in-process microbenchmark), as a share of the step time fastload measured; and the
    CPU time of the fastload process itself (event reading, host and GPU sampling) during each
    mode, which it reports as `profiler_cpu_percent`, as a share of all cores.
+A mode named `real-cold` (any mode with `-cold`) runs with its run started as a fresh interpreter
+(`FASTLOAD_WARM_START=0`) rather than forked from fastload's warm starter: what a warm start
+changes in the script's own pace.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from benchlib import ROOT, fastload, plain, throughput, write_json
 sys.path.insert(0, str(ROOT))
 
 from fastload_cli.examples import EXAMPLES, find
+from fastload_cli.records.protocol import WARM_START_ENV
 
 HOOK_BENCH = r"""
 import os, statistics, time, torch
@@ -54,10 +58,13 @@ print((hooked - plain) / 1000)
 
 
 def under_fastload(path: Path, steps: int, mode: str) -> tuple[float, dict]:
-    """(the script's own throughput, fastload's report) for one mode."""
+    """(the script's own throughput, fastload's report) for one mode; ``M-cold``: mode M with its
+    run started cold, a fresh interpreter (``FASTLOAD_WARM_START=0``), not forked warm."""
+    os.environ[WARM_START_ENV] = "0" if mode.endswith("-cold") else "1"
     ran = fastload(
-        "diagnose", str(path), "--modes", mode, "--warmup", "1", "--max-batches", str(steps * 10),
-        "--fixed-batches", "--show-output", "--quiet", script_args=("--steps", str(steps)), check=True,
+        "diagnose", str(path), "--modes", mode.removesuffix("-cold"), "--warmup", "1", "--max-batches",
+        str(steps * 10), "--fixed-batches", "--show-output", "--quiet", script_args=("--steps", str(steps)),
+        check=True,
     )  # fmt: skip
     assert ran.report is not None
     return throughput(ran.stderr), ran.report

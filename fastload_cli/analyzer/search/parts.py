@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.search.points import throughput, usable
+from fastload_cli.analyzer.search.points import faster, throughput, usable
 from fastload_cli.records import SweepPoint
 
 INSIDE_FIRST_EPOCH = (
     "measured only inside the script's first epoch and the other settings after it; the first epoch's "
-    "workers can run slower than later epochs', so the comparison is not like with like"
+    "workers can run slower than later epochs', so the comparison is not like with like: it can only "
+    "understate them"
 )
 
 
@@ -42,11 +43,20 @@ def inside_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
 
 
 def again_after_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
-    """Of ``inside_first_epoch``, those the comparison could turn on (within ``FIRST_EPOCH_MARGIN``
-    of the fastest setting measured after it): each is measured once more, after it."""
-    top = max((throughput(p) for p in usable(points) if p.after_first_epoch), default=0.0)
-    rates = {p.workers: throughput(p) for p in usable(points) if p.variant is None}
-    return [w for w in inside_first_epoch(points) if rates[w] * th.FIRST_EPOCH_MARGIN >= top]
+    """Of ``inside_first_epoch``, those the comparison could turn on: within ``FIRST_EPOCH_MARGIN``
+    below the fastest setting measured after it, and not faster than it beyond the noise (the first
+    epoch only slows a setting: one that beat every setting after it there would beat them by more
+    after it). Each is measured once more, after it."""
+    later = usable(p for p in points if p.after_first_epoch)
+    if not later:
+        return []
+    top = max(later, key=throughput)
+    found = {p.workers: p for p in usable(points) if p.variant is None and not p.after_first_epoch}
+    return [
+        w
+        for w in inside_first_epoch(points)
+        if throughput(found[w]) * th.FIRST_EPOCH_MARGIN >= throughput(top) and not faster(found[w], top)
+    ]
 
 
 def apart(measured: dict[int, SweepPoint]) -> tuple[str, ...]:

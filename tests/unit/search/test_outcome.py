@@ -142,7 +142,8 @@ def test_settings_left_inside_the_first_epoch_beside_others_after_it_are_a_cavea
     assert result is not None
     assert [c for c in result.caveats if "first epoch" in c] == [
         "workers=0: measured only inside the script's first epoch and the other settings after it; the first "
-        "epoch's workers can run slower than later epochs', so the comparison is not like with like"
+        "epoch's workers can run slower than later epochs', so the comparison is not like with like: it can only "
+        "understate them"
     ]
     again = dataclasses.replace(pt(0, 95.0), after_first_epoch=True)
     result = outcome.conclude([pt(0, 90.0), *later, again], 2, Limits(), None)
