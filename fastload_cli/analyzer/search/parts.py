@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.search.points import faster, throughput, usable
+from fastload_cli.analyzer.search.points import per_setting, throughput, usable
 from fastload_cli.records import SweepPoint
 
 INSIDE_FIRST_EPOCH = (
@@ -44,18 +45,18 @@ def inside_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
 
 def again_after_first_epoch(points: Sequence[SweepPoint]) -> list[int]:
     """Of ``inside_first_epoch``, those the comparison could turn on: within ``FIRST_EPOCH_MARGIN``
-    below the fastest setting measured after it, and not faster than it beyond the noise (the first
-    epoch only slows a setting: one that beat every setting after it there would beat them by more
-    after it). Each is measured once more, after it."""
-    later = usable(p for p in points if p.after_first_epoch)
-    if not later:
-        return []
-    top = max(later, key=throughput)
-    found = {p.workers: p for p in usable(points) if p.variant is None and not p.after_first_epoch}
+    below the fastest setting measured after it, and not ahead of it beyond their own run's noise.
+    The first epoch only slows a setting: one that read faster there than every setting after it
+    would read faster still after it, and a second run of it would not make theirs less noisy.
+    Each is measured once more, after it."""
+    top = max((throughput(p) for p in usable(points) if p.after_first_epoch), default=0.0)
+    inside = per_setting(p for p in points if not p.after_first_epoch)  # several runs of one as one
+    found = {p.workers: p for p in usable(inside) if p.variant is None}
     return [
         w
         for w in inside_first_epoch(points)
-        if throughput(found[w]) * th.FIRST_EPOCH_MARGIN >= throughput(top) and not faster(found[w], top)
+        if throughput(found[w]) * th.FIRST_EPOCH_MARGIN >= top
+        and throughput(found[w]) <= top * (1 + noise.floored(found[w].spread or 0.0))
     ]
 
 

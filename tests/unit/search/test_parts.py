@@ -27,6 +27,11 @@ def test_a_setting_measured_after_the_first_epoch_replaces_its_runs_inside_it() 
     # (storage-latency: 9 workers at 858 samples/s inside it, 32 at 463 after it)
     slower_later = [dataclasses.replace(pt(8, 100.0), after_first_epoch=True)]
     assert parts.again_after_first_epoch([*inside, *slower_later]) == [2]
+    # however noisy the runs after it: a second run of 4 would not make theirs less noisy
+    noisy_later = [dataclasses.replace(pt(8, 100.0, spread=0.8), after_first_epoch=True)]
+    assert parts.again_after_first_epoch([*inside, *noisy_later]) == [2]
+    # its own run's noise is what could put it behind: ±60% at 150 against 100, it goes again
+    assert parts.again_after_first_epoch([pt(2, 100.0), pt(4, 150.0, spread=0.6), *noisy_later]) == [2, 4]
     # more than FIRST_EPOCH_MARGIN (1.5x) below the fastest after it: the comparison cannot turn on
     # it, so it is not measured again (its caveat says it was measured inside the first epoch)
     faster = [dataclasses.replace(pt(8, 200.0), after_first_epoch=True)]
