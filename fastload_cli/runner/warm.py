@@ -13,7 +13,8 @@ start (OpenBLAS's) are forked beside, as every DataLoader worker is.
 A run starts cold (``subprocess.Popen``, as before) where forking could change what the script
 does: a script that sets environment variables in its own code (a library imported before the
 script could not see them, ``OMP_NUM_THREADS`` say), a preload that left Python threads running
-(not safe to fork; every later run of the command then starts cold), a data-parallel job (the
+(not safe to fork; every later run of the command then starts cold) or asked CUDA for its
+devices (no process forked after it could use CUDA), a data-parallel job (the
 launcher starts its ranks), ``FASTLOAD_WARM_START=0``, or a starter that failed. Nothing here
 imports torch in the parent; only the starter does.
 """
