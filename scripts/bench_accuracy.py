@@ -242,7 +242,8 @@ def chosen_cases(names: str | None, gpu: bool) -> list[Case]:
     benchmark rather than measuring fewer cases than asked."""
     unknown = set((names or "").split(",")) - {"", *(c.name for c in CASES)}
     if unknown:
-        raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}; known: {', '.join(c.name for c in CASES)}")
+        known = ", ".join(c.name for c in CASES)
+        raise SystemExit(f"known cases: {known}; unknown case(s): {', '.join(sorted(unknown))}")
     named = [c for c in CASES if (not names or c.name in names.split(",")) and (gpu or not c.gpu)]
     for case in named:
         if not runs_under(case.prefix):

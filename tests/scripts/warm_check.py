@@ -1,5 +1,5 @@
 """Says, at its first line, whether torch (and the compiler stack a first optimizer imports, and
-a module of torch's that only its own ``from torch.utils import benchmark`` imports) was already
+a module of torch's that only its own ``from torch.nn.utils import prune`` imports) was already
 imported, and appends that with its pid and a random draw to the file given by --seen;
 then trains a few steps on a small in-memory dataset."""
 
@@ -7,14 +7,14 @@ import sys
 
 pre_imported = "torch" in sys.modules
 compiler_imported = "torch._dynamo" in sys.modules
-named_imported = "torch.utils.benchmark" in sys.modules
+named_imported = "torch.nn.utils.prune" in sys.modules
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 
 import torch  # noqa: E402
-from torch.utils import benchmark  # noqa: E402, F401
+from torch.nn.utils import prune  # noqa: E402, F401
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 parser = argparse.ArgumentParser()

@@ -74,9 +74,10 @@ def _preload(listed: list[str]) -> str | None:
     for name in WITH_TORCH if "torch" in names else ():
         with contextlib.suppress(Exception):
             __import__(name)
-    for found in listed:
-        if ":" in found:
-            _import_from(*found.split(":", 1))
+    named = [found.split(":", 1) for found in listed if ":" in found]
+    if named and _safe_to_import(named):
+        for module, name in named:
+            _import_from(module, name)
     del sys.path[: 1 if first else 0]
     import threading
 
@@ -97,6 +98,21 @@ def _import_from(module: str, name: str) -> None:
         found = importlib.import_module(module)
         if name and not hasattr(found, name):
             importlib.import_module(f"{module}.{name}")
+
+
+def _safe_to_import(named: list[list[str]]) -> bool:
+    """Importing ``named`` in a forked trial left no Python thread and did not ask CUDA for its
+    devices (``torch.utils.benchmark`` does, on import): only then does the starter import them,
+    so that a script importing such a module still has its runs forked, that module imported by
+    each run as before."""
+    import threading
+
+    pid = os.fork()
+    if pid == 0:
+        for module, name in named:
+            _import_from(module, name)
+        os._exit(1 if threading.active_count() > 1 or _cuda_poisoned() else 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def _cuda_poisoned() -> bool:
