@@ -60,11 +60,10 @@ print((hooked - plain) / 1000)
 def under_fastload(path: Path, steps: int, mode: str) -> tuple[float, dict]:
     """(the script's own throughput, fastload's report) for one mode; ``M-cold``: mode M with its
     run started cold, a fresh interpreter (``FASTLOAD_WARM_START=0``), not forked warm."""
-    os.environ[WARM_START_ENV] = "0" if mode.endswith("-cold") else "1"
     ran = fastload(
         "diagnose", str(path), "--modes", mode.removesuffix("-cold"), "--warmup", "1", "--max-batches",
         str(steps * 10), "--fixed-batches", "--show-output", "--quiet", script_args=("--steps", str(steps)),
-        check=True,
+        check=True, env={WARM_START_ENV: "0"} if mode.endswith("-cold") else None,
     )  # fmt: skip
     assert ran.report is not None
     return throughput(ran.stderr), ran.report

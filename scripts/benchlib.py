@@ -9,6 +9,7 @@ of runs made at different times.
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -33,14 +34,21 @@ class Ran:
     stderr: str
 
 
-def fastload(*args: str, script_args: Sequence[str] = (), check: bool = False, prefix: Sequence[str] = ()) -> Ran:
+def fastload(
+    *args: str,
+    script_args: Sequence[str] = (),
+    check: bool = False,
+    prefix: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Ran:
     """``python -m fastload_cli ARGS --json - [-- SCRIPT_ARGS]`` from the repository's root, its
     report read back; ``check``: a failure ends the benchmark with fastload's last output;
-    ``prefix``: a command fastload runs under (``prlimit ...``)."""
+    ``prefix``: a command fastload runs under (``prlimit ...``); ``env``: added to the environment."""
     command = [*prefix, sys.executable, "-m", "fastload_cli", *args, "--json", "-"]
     command += ["--", *script_args] if script_args else []
     started = time.monotonic()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    environment = {**os.environ, **env} if env else None
+    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     if done.returncode not in (0, 3) and check:
         raise SystemExit(f"fastload {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
