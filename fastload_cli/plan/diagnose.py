@@ -30,7 +30,7 @@ from fastload_cli.plan.runs import (
 )
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
-from fastload_cli.plan.sweep import search_step
+from fastload_cli.plan.sweep import searched
 from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
@@ -139,7 +139,10 @@ class Diagnose:
         limits = state.outcome.limits
         if limits is not None and limits.more_epochs and not within_budget(state, limits):
             return Step(part=Part.SWEEP, limits=replace(limits, more_epochs=False))  # from now on, for the search
-        return search_step(state, self.sizing(self.runs_from(state)))
+        found = search.next_step(state.search_state)
+        if found is not None and found.second and limits is not None and not second_fits(state, found, limits):
+            return Step(part=Part.SWEEP, limits=replace(limits, confirm=False))  # the search concludes from one run
+        return searched(found, self.sizing(self.runs_from(state))) if found is not None else None
 
     def _breakdown(self, state: State) -> Step | None:
         if not decided(state).breakdown or state.taken(Part.BREAKDOWN):
@@ -156,6 +159,27 @@ def within_budget(state: State, limits: search.Limits) -> bool:
     """A round of whole-epoch pairs more (four runs, each as long as the median run so far) would
     end within the sweep's time budget (``Limits.budget_s``) of the command's start."""
     return limits.budget_s is None or follow_ups.fits(state, limits.budget_s, EPOCH_PAIRS_ROUND)
+
+
+def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool:
+    """A second run of the setting ``found`` measures (``search.Step.second``: one run of it could
+    decide the answer) would end within the sweep's time budget (``Limits.budget_s``) of the
+    command's start. It would take as long besides its window as the sweep's runs so far did (their
+    median), and its window at the pace of the setting's earlier runs (the real run, for the
+    script's own): a longer window for a run that swung costs what its batches do, not a whole run
+    more each time."""
+    if limits.budget_s is None:
+        return True
+    workers = found.specs[0].workers
+    kinds = (Mode.REAL, Mode.WORKERS)
+    runs = [s for s in state.outcome.summaries if s.spec.mode in kinds and s.spec.variant is None and s.wall_s]
+    if not runs:
+        return True
+    besides = sorted((s.run_wall_s or s.wall_s or 0.0) - (s.wall_s or 0.0) for s in runs if s.spec.mode is Mode.WORKERS)
+    mine = [s for s in runs if s.num_workers == workers and s.batches]
+    pace = sum(s.wall_s or 0.0 for s in mine) / sum(s.batches for s in mine) if mine else 0.0
+    overhead = besides[len(besides) // 2] if besides else 0.0
+    return state.elapsed_s + overhead + pace * found.max_batches <= limits.budget_s
 
 
 def split_first(state: State, spec: ModeSpec) -> bool:

@@ -25,8 +25,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fastload_cli.analyzer.search import epochs
+from fastload_cli.analyzer.search.climb import confirmation
 from fastload_cli.analyzer.search.limits import Limits
 from fastload_cli.analyzer.search.outcome import conclude, conclusion, promised, returns
+from fastload_cli.analyzer.search.points import plain
 from fastload_cli.analyzer.search.state import Sizing, State, current_workers, measured_points, state
 from fastload_cli.analyzer.search.step import Step, next_step
 from fastload_cli.analyzer.search.variants import Variants, variants
@@ -41,6 +43,19 @@ NONE_IN_BUDGET = (
     "out, and diagnose's time budget held no pairs of whole epochs to measure them: fastload sweep-workers does."
 )
 
+ONCE = (
+    "num_workers={workers} was measured once where the sweep measures a setting twice (the answer could turn on "
+    "one run of it), and diagnose's time budget held no second run: fastload sweep-workers measures it again."
+)
+
+
+def unconfirmed(found: State) -> int | None:
+    """The setting the time budget held a second run of back (``Limits.confirm`` turned off by
+    diagnose), where the search would have measured one (``climb.confirmation``); None otherwise."""
+    if found.limits.confirm:
+        return None
+    return confirmation(plain(found.points), replace(found.limits, confirm=True), found.current)
+
 
 def result(found: State) -> SweepResult | None:
     """What the measured settings say: the setting to use, its speedup, where returns end; and
@@ -50,6 +65,9 @@ def result(found: State) -> SweepResult | None:
     the conclusion says what the windows read."""
     held = epochs.held_back(found.points, found.limits, found.current, down=found.loaders_compete)
     done = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction)
+    once = unconfirmed(found)
+    if done is not None and once is not None:
+        done = replace(done, caveats=(*done.caveats, ONCE.format(workers=once)))
     if done is None or not held:
         return done
     if not epochs.unmeasured(found.points):

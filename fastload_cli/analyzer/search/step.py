@@ -21,7 +21,7 @@ In order:
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import climb, epochs, guided, parts
@@ -59,6 +59,7 @@ class Step:
     again: bool = False  # measured again in place of the last run
     fixed: bool = False  # exactly its batches: the run never stops early once its estimate is stable
     at_epochs: bool = False  # in turn: each setting takes over only as an epoch starts
+    second: bool = False  # a setting measured before, once more where the answer could turn on it (``confirmation``)
     note: str = ""  # what the user is told before it runs
 
     @property
@@ -84,7 +85,8 @@ def next_step(state: State) -> Step | None:
     longer = _swung(state, workers)
     later = workers in parts.again_after_first_epoch(state.points)
     note = AGAIN_AFTER_FIRST_EPOCH if later else AGAIN_LONGER if longer else ""
-    return single(state, spec, note=note, longer=longer)
+    second = not later and workers in plain(state.points)
+    return replace(single(state, spec, note=note, longer=longer), second=second)
 
 
 def _over_epochs(state: State, workers: int) -> Step:

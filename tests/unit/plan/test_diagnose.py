@@ -172,3 +172,30 @@ def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time
     assert len(held) == 1 and steps[held[0] + 1].part is Part.SWEEP  # the search goes on, its rounds held
     swept, _, _ = drive(plan.Sweep(max_workers=32), elapsed_s=1e4)  # sweep-workers has no budget
     assert swept.limits is not None and swept.limits.budget_s is None and swept.limits.more_epochs
+
+
+def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_the_caveat_says_so() -> None:
+    def six_workers(config: RunConfig) -> RunResult:  # 8 workers 1.33x the script's 6: each measured twice
+        return pipeline(config, own=6)
+
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), six_workers)
+    swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert swept.count(8) == 2 and swept.count(6) == 1  # the best and the script's own (its real run) again
+    assert outcome.limits is not None and outcome.limits.confirm
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), six_workers, elapsed_s=45.0)
+    swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert len(swept) == len(set(swept)) and 8 in swept  # every setting once
+    assert late.limits is not None and not late.limits.confirm
+    found = plan_state.State(outcome=late, base=BASE, elapsed_s=45.0).analysis.facts.sweep
+    assert found is not None and found.recommended_workers is not None
+    assert f"num_workers={found.best_workers} was measured once" in " ".join(found.caveats)
+    assert not any("measured once" in c for c in outcome_caveats(outcome))
+    swept_alone, steps, _ = drive(plan.Sweep(max_workers=32), six_workers, elapsed_s=1e4)  # no budget: confirmed
+    assert swept_alone.limits is not None and swept_alone.limits.confirm
+    alone = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert len(alone) > len(set(alone))  # a setting measured twice
+
+
+def outcome_caveats(outcome: Outcome) -> tuple[str, ...]:
+    found = plan_state.State(outcome=outcome, base=BASE).analysis.facts.sweep
+    return found.caveats if found is not None else ()
