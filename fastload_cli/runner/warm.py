@@ -13,7 +13,8 @@ start (OpenBLAS's) are forked beside, as every DataLoader worker is.
 A run starts cold (``subprocess.Popen``, as before) where forking could change what the script
 does: a script that sets environment variables in its own code (a library imported before the
 script could not see them, ``OMP_NUM_THREADS`` say), a preload that left Python threads running
-(not safe to fork; every later run of the command then starts cold), a data-parallel job (the
+(not safe to fork; every later run of the command then starts cold) or asked CUDA for its
+devices (no process forked after it could use CUDA), a data-parallel job (the
 launcher starts its ranks), ``FASTLOAD_WARM_START=0``, or a starter that failed. Nothing here
 imports torch in the parent; only the starter does.
 """
@@ -63,7 +64,9 @@ class WarmStartFailed(Exception):
 
 def preloads_for(script: Path) -> tuple[str, ...] | None:
     """The libraries to import before forking the script's runs, or None where it must start cold
-    (its source sets environment variables, or cannot be read)."""
+    (its source sets environment variables, or cannot be read); then, as ``module:name``, what the
+    script imports from them (``from transformers import Trainer`` imports the trainer's module
+    on first use: seconds that every run would pay again), which the starter imports best effort."""
     if os.environ.get(WARM_START_ENV, "1") == "0":
         return None
     try:
@@ -77,13 +80,18 @@ def preloads_for(script: Path) -> tuple[str, ...] | None:
     except (SyntaxError, ValueError):
         return None  # python will say what is wrong with it, cold
     imported: set[str] = set()
+    names: dict[str, None] = {}  # module:name, in the script's order
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
+            names.update((f"{alias.name}:", None) for alias in node.names if "." in alias.name)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imported.add(node.module.split(".")[0])
+            names.update((f"{node.module}:{alias.name}", None) for alias in node.names if alias.name != "*")
     found = tuple(name for name in PRELOADS if name in imported)
-    return found if "torch" in found else None
+    if "torch" not in found:
+        return None
+    return found + tuple(n for n in names if n.partition(":")[0].partition(".")[0] in found)
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ def test_runs_fork_from_a_starter_that_imported_torch_and_none_outlives_the_comm
     runs = seen_runs(tmp_path, SCRIPT)  # real, synthetic, and any run diagnose adds (the breakdown)
     assert len(runs) >= 2 and all(r["pre_imported"] for r in runs)
     assert all(r["compiler_imported"] for r in runs)  # what its optimizer imports, once for every run
+    assert all(r["named_imported"] for r in runs)  # what it imports from torch by name, likewise
     draws = [r["draw"] for r in runs]
     assert len(set(draws)) == len(draws)  # each run's random state is its own, as a fresh process has
     assert {p.pid for p in starters()} <= before

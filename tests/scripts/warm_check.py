@@ -1,24 +1,32 @@
-"""Says, at its first line, whether torch (and the compiler stack a first optimizer imports) was
-already imported, and appends that with its pid and a random draw to the file given by --seen;
+"""Says, at its first line, whether torch (and the compiler stack a first optimizer imports, and
+a module of torch's that only its own ``from torch.nn.utils import prune`` imports) was already
+imported, and appends that with its pid and a random draw to the file given by --seen;
 then trains a few steps on a small in-memory dataset."""
 
 import sys
 
 pre_imported = "torch" in sys.modules
 compiler_imported = "torch._dynamo" in sys.modules
+named_imported = "torch.nn.utils.prune" in sys.modules
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 
 import torch  # noqa: E402
+from torch.nn.utils import prune  # noqa: E402, F401
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--seen", required=True)
 args = parser.parse_args()
 with open(args.seen, "a") as handle:
-    seen = {"pre_imported": pre_imported, "compiler_imported": compiler_imported, "draw": random.random()}
+    seen = {
+        "pre_imported": pre_imported,
+        "compiler_imported": compiler_imported,
+        "named_imported": named_imported,
+        "draw": random.random(),
+    }
     handle.write(json.dumps(seen) + "\n")
 
 data = TensorDataset(torch.randn(512, 8), torch.randint(0, 2, (512,)))

@@ -18,13 +18,29 @@ def preloads(tmp_path: Path, source: str) -> tuple[str, ...] | None:
 
 def test_the_libraries_the_script_imports_are_imported_first(tmp_path: Path) -> None:
     source = "import torch, torchvision\nfrom PIL import Image\nimport numpy as np\nimport mylib\n"
-    assert preloads(tmp_path, source) == ("torch", "numpy", "PIL", "torchvision")
+    assert preloads(tmp_path, source) == ("torch", "numpy", "PIL", "torchvision", "PIL:Image")
     inside = "def main():\n    import timm\n    from torch.utils.data import DataLoader\n"
-    assert preloads(tmp_path, inside) == ("torch", "timm")
+    assert preloads(tmp_path, inside) == ("torch", "timm", "torch.utils.data:DataLoader")
     assert preloads(tmp_path, "from . import torch\nimport torchvision\n") is None  # no torch of its own
     # the libraries of Hugging Face's and albumentations' scripts: a second or two each, every run
     frameworks = "import albumentations as A\nimport cv2\nimport torch\nfrom datasets import Dataset\n"
-    assert preloads(tmp_path, frameworks) == ("torch", "datasets", "albumentations", "cv2")
+    assert preloads(tmp_path, frameworks) == ("torch", "datasets", "albumentations", "cv2", "datasets:Dataset")
+
+
+def test_what_the_script_imports_from_its_libraries_is_named_for_the_starter(tmp_path: Path) -> None:
+    # transformers imports the module behind a name on first use: the Trainer's takes seconds
+    source = (
+        "import torch\nimport torch.distributed\nimport mylib.models\nfrom mylib import thing\n"
+        "from transformers import Trainer, TrainingArguments\nfrom torchvision.transforms import *\n"
+    )
+    assert preloads(tmp_path, source) == (
+        "torch",
+        "torchvision",
+        "transformers",
+        "torch.distributed:",
+        "transformers:Trainer",
+        "transformers:TrainingArguments",
+    )
 
 
 @pytest.mark.parametrize(
@@ -45,3 +61,41 @@ def test_warm_starts_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv(WARM_START_ENV, "0")
     assert preloads(tmp_path, "import torch\n") is None
     assert warm.preloads_for(tmp_path / "missing.py") is None
+
+
+def test_a_starter_whose_imports_asked_cuda_for_its_devices_forks_no_run() -> None:
+    # torch.cuda.is_available() marks every process forked after it unable to use CUDA ("Cannot
+    # re-initialize CUDA in forked subprocess"): the starter's probe sees it, and its runs start cold
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\nfrom fastload_cli.runner.child import starter\n"
+        "if not hasattr(torch._C, '_cuda_isInBadFork'):\n    raise SystemExit('no probe')\n"
+        "print(starter._cuda_poisoned())\ntorch.cuda.is_available()\nprint(starter._cuda_poisoned())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    if "no probe" in done.stderr:
+        pytest.skip("this torch build cannot say whether a forked process may use CUDA")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_names_whose_import_would_leave_no_run_able_to_use_cuda_are_left_to_the_runs() -> None:
+    # torch.utils.benchmark asks CUDA for its devices on import: the starter's trial fork sees it,
+    # and the starter imports the script's libraries alone (its runs import that module themselves)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\nfrom fastload_cli.runner.child import starter\n"
+        "if not hasattr(torch._C, '_cuda_isInBadFork'):\n    raise SystemExit('no probe')\n"
+        "why = starter._preload(['torch', 'torch.utils:benchmark', 'torch.nn.utils:prune'])\n"
+        "print(why, 'torch.utils.benchmark' in sys.modules, 'torch.nn.utils.prune' in sys.modules)\n"
+        "print(starter._preload(['torch', 'torch.nn.utils:prune']), 'torch.nn.utils.prune' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    if "no probe" in done.stderr:
+        pytest.skip("this torch build cannot say whether a forked process may use CUDA")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["None False False", "None True"]

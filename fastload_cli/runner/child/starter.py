@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import json
 import os
 import select
@@ -35,28 +36,9 @@ def serve() -> NoReturn:
     main.die_with_parent()
     _adopt_orphans()
     sock = socket.socket(fileno=int(os.environ.pop(WARM_FD_ENV)))
-    names = [n for n in os.environ.pop(PRELOADS_ENV, "").split(",") if n]
-    # as python train.py imports them: the script's directory first (a torch/ there is its torch);
-    # then off again, so each forked run sets up its sys.path as a cold child does
-    first = os.environ.pop(PRELOAD_DIR_ENV, "")
-    sys.path[:0] = [first] if first else []
-    try:
-        for name in names:
-            __import__(name)
-    except BaseException as exc:  # the script would fail the same way, cold: let it say so itself
-        _reply(sock, {"error": f"importing {name}: {type(exc).__name__}: {exc}"})
-        os._exit(1)
-    for name in WITH_TORCH if "torch" in names else ():
-        with contextlib.suppress(Exception):
-            __import__(name)
-    del sys.path[: 1 if first else 0]
-    import threading
-
-    # Forking copies one thread: a Python thread's locks would stay held in the run. Native pools
-    # (OpenBLAS's, started by importing numpy) are what every DataLoader worker is forked beside.
-    if threading.active_count() > 1:
-        running = ", ".join(t.name for t in threading.enumerate())
-        _reply(sock, {"error": f"importing {', '.join(names)} left Python threads running ({running})"})
+    why = _preload([n for n in os.environ.pop(PRELOADS_ENV, "").split(",") if n])
+    if why is not None:
+        _reply(sock, {"error": why})
         os._exit(1)
     _reply(sock, {"ready": True})
     children: set[int] = set()
@@ -74,6 +56,76 @@ def serve() -> NoReturn:
             children.add(pid)
             _reply(sock, {"started": pid})
         _reap(sock, children)
+
+
+def _preload(listed: list[str]) -> str | None:
+    """Import the libraries ``listed``, then best effort what the script imports from them
+    (``module:name``) and ``WITH_TORCH``; why the runs cannot be forked from here, or None."""
+    names = [n for n in listed if ":" not in n]
+    # as python train.py imports them: the script's directory first (a torch/ there is its torch);
+    # then off again, so each forked run sets up its sys.path as a cold child does
+    first = os.environ.pop(PRELOAD_DIR_ENV, "")
+    sys.path[:0] = [first] if first else []
+    try:
+        for name in names:
+            __import__(name)
+    except BaseException as exc:  # the script would fail the same way, cold: let it say so itself
+        return f"importing {name}: {type(exc).__name__}: {exc}"
+    for name in WITH_TORCH if "torch" in names else ():
+        with contextlib.suppress(Exception):
+            __import__(name)
+    named = [found.split(":", 1) for found in listed if ":" in found]
+    if named and _safe_to_import(named):
+        for module, name in named:
+            _import_from(module, name)
+    del sys.path[: 1 if first else 0]
+    import threading
+
+    # Forking copies one thread: a Python thread's locks would stay held in the run. Native pools
+    # (OpenBLAS's, started by importing numpy) are what every DataLoader worker is forked beside.
+    if threading.active_count() > 1:
+        running = ", ".join(t.name for t in threading.enumerate())
+        return f"importing {', '.join(names)} left Python threads running ({running})"
+    if _cuda_poisoned():
+        return f"importing {', '.join(names)} initialised CUDA, which a forked run could not use"
+    return None
+
+
+def _import_from(module: str, name: str) -> None:
+    """``from module import name`` (``import module`` where name is empty), best effort: a lazy
+    package (transformers) imports the module that defines ``name`` on first use."""
+    with contextlib.suppress(Exception):
+        found = importlib.import_module(module)
+        if name and not hasattr(found, name):
+            importlib.import_module(f"{module}.{name}")
+
+
+def _safe_to_import(named: list[list[str]]) -> bool:
+    """Importing ``named`` in a forked trial left no Python thread and did not ask CUDA for its
+    devices (``torch.utils.benchmark`` does, on import): only then does the starter import them,
+    so that a script importing such a module still has its runs forked, that module imported by
+    each run as before."""
+    import threading
+
+    pid = os.fork()
+    if pid == 0:
+        for module, name in named:
+            _import_from(module, name)
+        os._exit(1 if threading.active_count() > 1 or _cuda_poisoned() else 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def _cuda_poisoned() -> bool:
+    """Something imported asked CUDA for its devices (``torch.cuda.is_available()``), which marks
+    every process forked after it unable to use CUDA: a forked probe says whether it is."""
+    torch = sys.modules.get("torch")
+    probe = getattr(getattr(torch, "_C", None), "_cuda_isInBadFork", None)
+    if probe is None:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if probe() else 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0
 
 
 def _adopt_orphans() -> None:
