@@ -66,36 +66,34 @@ def test_warm_starts_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.Mon
 def test_a_starter_whose_imports_asked_cuda_for_its_devices_forks_no_run() -> None:
     # torch.cuda.is_available() marks every process forked after it unable to use CUDA ("Cannot
     # re-initialize CUDA in forked subprocess"): the starter's probe sees it, and its runs start cold
-    import subprocess
-    import sys
-
-    code = (
-        "import torch\nfrom fastload_cli.runner.child import starter\n"
-        "if not hasattr(torch._C, '_cuda_isInBadFork'):\n    raise SystemExit('no probe')\n"
-        "print(starter._cuda_poisoned())\ntorch.cuda.is_available()\nprint(starter._cuda_poisoned())\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    if "no probe" in done.stderr:
-        pytest.skip("this torch build cannot say whether a forked process may use CUDA")
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False", "True"]
+    code = "print(starter._cuda_poisoned())\ntorch.cuda.is_available()\nprint(starter._cuda_poisoned())\n"
+    assert _with_the_probe(code).split() == ["False", "True"]
 
 
 def test_names_whose_import_would_leave_no_run_able_to_use_cuda_are_left_to_the_runs() -> None:
     # torch.utils.benchmark asks CUDA for its devices on import: the starter's trial fork sees it,
     # and the starter imports the script's libraries alone (its runs import that module themselves)
-    import subprocess
-    import sys
-
     code = (
-        "import sys, torch\nfrom fastload_cli.runner.child import starter\n"
-        "if not hasattr(torch._C, '_cuda_isInBadFork'):\n    raise SystemExit('no probe')\n"
         "why = starter._preload(['torch', 'torch.utils:benchmark', 'torch.nn.utils:prune'])\n"
         "print(why, 'torch.utils.benchmark' in sys.modules, 'torch.nn.utils.prune' in sys.modules)\n"
         "print(starter._preload(['torch', 'torch.nn.utils:prune']), 'torch.nn.utils.prune' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert _with_the_probe(code).splitlines() == ["None False False", "None True"]
+
+
+def _with_the_probe(code: str) -> str:
+    """``code`` run in a fresh interpreter with torch and the starter imported (a process of its
+    own: what it imports stays there); its output. Skipped where torch cannot say whether a
+    forked process may use CUDA."""
+    import subprocess
+    import sys
+
+    head = (
+        "import sys, torch\nfrom fastload_cli.runner.child import starter\n"
+        "if not hasattr(torch._C, '_cuda_isInBadFork'):\n    raise SystemExit('no probe')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", head + code], capture_output=True, text=True, timeout=120, check=False)
     if "no probe" in done.stderr:
         pytest.skip("this torch build cannot say whether a forked process may use CUDA")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines() == ["None False False", "None True"]
+    return done.stdout
