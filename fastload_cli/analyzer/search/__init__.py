@@ -58,16 +58,23 @@ def unconfirmed(found: State) -> int | None:
 
 
 def result(found: State) -> SweepResult | None:
-    """What the measured settings say: the setting to use, its speedup, where returns end; and
-    where the time budget held back pairs of whole epochs the runs asked for, that caveat. Where
-    it held back every pair, fewer workers than the script's own are not advised from the steady
-    windows alone (a short epoch's start-up and burst, which they leave out, can undo their gain):
-    the conclusion says what the windows read."""
+    """What the measured settings say: the setting to use, its speedup, where returns end; where
+    diagnose's time budget held back a setting's second run, a caveat that names it (``ONCE``),
+    whatever the conclusion (``_concluded``)."""
+    done, once = _concluded(found), unconfirmed(found)
+    if done is None or once is None:
+        return done
+    return replace(done, caveats=(*done.caveats, ONCE.format(workers=once)))
+
+
+def _concluded(found: State) -> SweepResult | None:
+    """The setting to use, its speedup, where returns end; and where the time budget held back
+    pairs of whole epochs the runs asked for, that caveat. Where it held back every pair, fewer
+    workers than the script's own are not advised from the steady windows alone (a short epoch's
+    start-up and burst, which they leave out, can undo their gain): the conclusion says what the
+    windows read."""
     held = epochs.held_back(found.points, found.limits, found.current, down=found.loaders_compete)
     done = conclude(found.points, found.current, found.limits, found.cpu_count, found.prediction)
-    once = unconfirmed(found)
-    if done is not None and once is not None:
-        done = replace(done, caveats=(*done.caveats, ONCE.format(workers=once)))
     if done is None or not held:
         return done
     if not epochs.unmeasured(found.points):

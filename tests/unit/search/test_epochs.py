@@ -423,5 +423,12 @@ def test_a_time_budget_spent_before_the_first_pair_measures_none_and_advises_no_
     assert found is not None and not found.significant and found.recommended_workers == 2
     assert found.conclusion.startswith("Keep num_workers=2 for now: num_workers=0 was 1.40x as fast in steady windows")
     assert search.HELD_BACK not in found.caveats and search.NONE_IN_BUDGET not in found.caveats  # said once
+    # the budget also held back the second run of the script's own setting, measured once: the
+    # caveat that names it stays with the conclusion that keeps it
+    once = [pt(2, 300.0, spread=0.02), *faster[1:]]
+    unconfirmed = dataclasses.replace(state, points=tuple(once), limits=dataclasses.replace(held, confirm=False))
+    kept = search.result(unconfirmed)
+    assert kept is not None and kept.conclusion.startswith("Keep num_workers=2 for now")
+    assert search.ONCE.format(workers=2) in kept.caveats
     # sweep-workers has no budget: the pairs are measured
     assert epochs.wanted(faster, SHORT, 2, down=True) == 2
