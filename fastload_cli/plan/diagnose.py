@@ -31,7 +31,7 @@ from fastload_cli.plan.runs import (
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
-from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
+from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult, RunStatus
 
 NOT_INPUT_BOUND = "loading is not the limit"
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
@@ -190,6 +190,8 @@ def split_first(state: State, spec: ModeSpec) -> bool:
     run's pace, would end within ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the command's start."""
     if spec.mode is not Mode.NO_AUG or state.base.launcher is not None or state.outcome.split_run is not None:
         return False
+    if script_failed(state.analysis) is not None:
+        return False
     if why_skip(spec, state.runs, state.base.child.drop_transforms) is not None:
         return False
     real = state.analysis.facts.real
@@ -221,7 +223,7 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)
     if elapsed_s + pair_s > AGAIN_BUDGET_S or sum(r.spec.mode is Mode.REAL for r in done) != 1:
         return None
-    if ceiling is None or f.restarts_dominate or f.transfer_bound:
+    if ceiling is None or f.restarts_dominate or f.transfer_bound or script_failed(analysis) is not None:
         return None
     if broken_comparison(f) is not None and not f.disturbed:  # a disturbed run was measured again already
         return (
@@ -291,6 +293,11 @@ class AfterModes:
 
 def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -> AfterModes:
     """The sweep and the breakdown that follow ``diagnose``'s modes."""
+    failed = script_failed(analysis)
+    if failed is not None:
+        what = "num_workers setting or cache" if breakdown_asked else "num_workers setting, cache or loading step"
+        why = f"{failed}: no {what} is measured against its rate, which its error cut short."
+        return AfterModes(sweep=False, why=why, min_workers=0, breakdown=breakdown_asked)
     breakdown = breakdown_asked or analysis.verdict.bottleneck is Bottleneck.CPU
     cached = worth_caching(analysis)
     why_not = why_not_sweep(analysis) if may_sweep else NOT_INPUT_BOUND
@@ -316,6 +323,17 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
         cached=cached,
         guided=not cheap,
     )
+
+
+def script_failed(analysis: Analysis) -> str | None:
+    """Why nothing is measured against the real run's rate, or None: the script raised (or exited
+    with an error) in its real run, so the batches before the error are no rate to weigh a
+    setting, a cache or a loading step against (in runs that raise in turn); the error, and a
+    pathology's fix where one is named, are what the report is for."""
+    real = analysis.facts.real
+    if real is None or real.status is not RunStatus.FAILED:
+        return None
+    return "The script failed in the real run"
 
 
 def freeing_the_straggler(analysis: Analysis, done: Sequence[RunResult], *, multi_node: bool) -> ModeSpec | None:

@@ -8,12 +8,15 @@ from dataclasses import replace
 
 from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.records import RunSummary, SweepPoint
+from fastload_cli.records import RunStatus, RunSummary, SweepPoint
 
 
 def point(summary: RunSummary) -> SweepPoint:
-    """A measured setting, from its run's summary."""
-    ok = summary.batches > 0 and summary.throughput_samples_per_s is not None
+    """A measured setting, from its run's summary; without a throughput where its run measured no
+    batch or the script raised in it: the batches before an error are no setting's rate, and a
+    setting the script fails with is none to advise."""
+    ran = summary.status is not RunStatus.FAILED and summary.batches > 0
+    ok = ran and summary.throughput_samples_per_s is not None
     return SweepPoint(
         workers=summary.num_workers or 0,
         mode=summary.mode,

@@ -13,7 +13,7 @@ from fastload_cli import plan
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, follow_ups
 from fastload_cli.plan import state as plan_state
-from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult
+from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=20)
@@ -199,3 +199,34 @@ def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_
 def outcome_caveats(outcome: Outcome) -> tuple[str, ...]:
     found = plan_state.State(outcome=outcome, base=BASE).analysis.facts.sweep
     return found.caveats if found is not None else ()
+
+
+def test_after_a_real_run_the_script_ended_by_raising_no_setting_cache_or_breakdown_is_measured() -> None:
+    def raising(config: RunConfig) -> RunResult:  # the script raises at its 8th batch; replays go on
+        if config.spec.mode is Mode.SYNTHETIC:
+            return pipeline(config)
+        real = config.with_mode(ModeSpec(mode=Mode.REAL)) if config.spec.mode is Mode.REAL_SYNTHETIC else config
+        found = pipeline(real)
+        kept = found.batches[:8]
+        error = ScriptError(type_name="RuntimeError", message="received 0 items of ancdata", traceback="")
+        return dataclasses.replace(
+            found,
+            spec=config.spec,
+            status=RunStatus.FAILED,
+            stop_reason=StopReason.SCRIPT_RAISED,
+            batches=kept,
+            ended_ns=kept[-1].wait_end_ns if kept else found.ended_ns,
+            error=error,
+            phases=tuple(m for m in found.phases if m.batch < len(kept)),  # a split run's turns up to the error
+        )
+
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), raising)
+    ran = labels(steps)
+    assert ran[:2] == ["real+synthetic", "synthetic"]  # the modes asked for are measured
+    assert not [label for label in ran if label.startswith("workers=") or label in ("cached", "split", "breakdown")]
+    assert outcome.breakdown is None and outcome.split_run is None
+    notes = " ".join(text for s in steps for _, text in s.notes)
+    assert "The script failed in the real run: no num_workers setting, cache or loading step is measured" in notes
+    # the same script where it does not raise: settings, the cache and the breakdown measured
+    _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    assert any(label.startswith("workers=") for label in labels(steps))

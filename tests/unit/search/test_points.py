@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fastload_cli.analyzer.search import points
+from fastload_cli.records import RunStatus
+from tests.unit import builders as b
 from tests.unit.search.sweeps import pt
 
 
@@ -21,6 +23,14 @@ def test_a_run_with_a_wide_spread_widens_the_noise() -> None:
 def test_a_failed_point_is_never_faster() -> None:
     assert not points.faster(pt(4, None), pt(2, 100.0))
     assert not points.faster(pt(4, 100.0), pt(2, None))
+
+
+def test_a_run_the_script_ended_by_raising_measures_no_rate_for_its_setting() -> None:
+    # a setting whose run raised after its first batch: that batch's pace is not the setting's
+    failed = points.point(b.summary("workers=7", throughput=2849.0, workers=7, batches=1, status=RunStatus.FAILED))
+    assert failed.throughput_samples_per_s is None and failed.workers == 7
+    timed_out = points.point(b.summary("workers=7", throughput=120.0, status=RunStatus.TIMEOUT))
+    assert timed_out.throughput_samples_per_s == 120.0  # a window measured before the limit is one
 
 
 def test_repeated_runs_pool_into_their_mean_with_the_spread_between_them() -> None:
