@@ -185,17 +185,16 @@ def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool
 def split_first(state: State, spec: ModeSpec) -> bool:
     """No-aug is next, and the split run measures it, with cached, in one run of the script
     (``Keep.SPLIT_MODES``), where diagnose would follow it with the cached run and the split run:
-    loading is the limit and its samples can be cached (``worth_caching``), one process runs the
-    script, no-aug has augmentation to replace, and the split run, every pipeline at the real
-    run's pace, would end within ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the command's start."""
+    loading is the limit and its samples can be cached (``worth_caching``), the real run did not
+    fail (``script_failed``), one process runs the script, no-aug has augmentation to replace,
+    and the split run, every pipeline at the real run's pace, would end within
+    ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the command's start."""
     if spec.mode is not Mode.NO_AUG or state.base.launcher is not None or state.outcome.split_run is not None:
-        return False
-    if script_failed(state.analysis) is not None:
         return False
     if why_skip(spec, state.runs, state.base.child.drop_transforms) is not None:
         return False
     real = state.analysis.facts.real
-    if real is None or not worth_caching(state.analysis):
+    if real is None or script_failed(state.analysis) is not None or not worth_caching(state.analysis):
         return False
     expected = split.split_run_s(first_loader(state.runs), (real,))
     return expected is not None and state.elapsed_s + expected <= DEFAULT_FOLLOW_UP_BUDGET_S

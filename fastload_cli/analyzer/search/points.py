@@ -13,7 +13,7 @@ from fastload_cli.records import RunStatus, RunSummary, SweepPoint
 
 def point(summary: RunSummary) -> SweepPoint:
     """A measured setting, from its run's summary; without a throughput where its run measured no
-    batch or the script raised in it: the batches before an error are no setting's rate, and a
+    batch or the script failed in it: the batches before an error are no setting's rate, and a
     setting the script fails with is none to advise."""
     ran = summary.status is not RunStatus.FAILED and summary.batches > 0
     ok = ran and summary.throughput_samples_per_s is not None
