@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TypeVar
 
-from fastload_cli.analyzer.settle import settled
+from fastload_cli.analyzer.settle import real_settled, settled
 from fastload_cli.analyzer.window import first_replay, primary_loader_id
 from fastload_cli.records import (
     SYNTHETIC_LOCATION,
@@ -68,14 +68,15 @@ def modes_of(run: RunResult) -> tuple[RunResult, ...]:
 
 
 def part_settled(run: Streamed) -> bool:
-    """The part of a real+synthetic run in flight has a stable estimate (``settle.settled``): the
-    real part, or once the replays began, the synthetic part read as ``modes_of`` reads it. An
+    """The part of a real+synthetic run in flight has a stable estimate: the real part
+    (``settle.real_settled``: settled, or its verdict decided), or once the replays began, the
+    synthetic part read as ``modes_of`` reads it (``settle.settled``). An
     epoch of replays starts no workers, so the replays are never held for an epoch's start (the
     real part's start-up, which asks for that, is not theirs)."""
     switch = first_replay(_own(run))
     if switch:
-        run = replace(_replays(run, switch), iterators=())
-    return settled(run)
+        return settled(replace(_replays(run, switch), iterators=()))
+    return real_settled(run)
 
 
 def _replays(run: Run, switch: int) -> Run:

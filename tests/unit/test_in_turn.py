@@ -7,6 +7,7 @@ import dataclasses
 
 from fastload_cli.analyzer.in_turn import modes_of, part_settled
 from fastload_cli.analyzer.metrics import summarize
+from fastload_cli.analyzer.settle import settled
 from fastload_cli.records import Mode, RunStatus, StopReason, Streamed
 from tests.unit import builders as b
 
@@ -72,6 +73,22 @@ def test_in_flight_the_settle_rule_reads_the_part_in_force() -> None:
 
     assert not part_settled(streamed(real))
     assert part_settled(streamed(b.in_turn(real, synthetic)))
+
+
+def test_a_real_part_whose_loop_mostly_waits_hands_over_once_its_verdict_is_decided() -> None:
+    # a loop loading in its own process whose steps alternate 200 and 400 ms, of which 40 ms
+    # compute: never settled to 4% in its 52 batches, but waiting 87% of its time its verdict is
+    # decided after 20 steady steps
+    loaders = [b.loader(num_workers=0)]
+    real = b.run("real", b.batches([160.0, 360.0] * 26, 40.0), loaders=loaders, warmup=2, requested=52)
+
+    def upto(count: int) -> Streamed:
+        return Streamed(batches=real.batches[:count], loaders=real.loaders, iterators=real.iterators,
+                        warmup_batches=2, requested_batches=52)  # fmt: skip
+
+    assert not part_settled(upto(2 + 19))
+    assert part_settled(upto(2 + 20))
+    assert not settled(upto(52))
 
 
 def test_replays_are_not_held_for_an_epoch_start_the_real_part_asked_for() -> None:

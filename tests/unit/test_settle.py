@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.settle import epoch_end_near, relative_error, settled
+from fastload_cli.analyzer.settle import epoch_end_near, real_settled, relative_error, settled
 from fastload_cli.analyzer.window import steady_steps
 from fastload_cli.records import IteratorInfo, Streamed
 from tests.unit import builders as b
@@ -54,6 +54,21 @@ def test_a_bursty_loop_runs_on() -> None:
     # samples/s; their error stays far above 4% for as many batches as a run takes
     bursty = b.batches([0, 180] * 26, 20)
     assert not settled(streamed(bursty))
+
+
+def test_a_bursty_loop_that_mostly_waits_is_decided_before_it_settles() -> None:
+    # steps alternate 200 and 400 ms (rates 160 and 80 samples/s, a relative deviation of about
+    # 0.34), 40 ms of each compute: the loop waits 520 of every 600 ms (87%), so free inputs would
+    # be at least 7x faster. The error is 0.34 / sqrt(n): 0.076 at 20 steady steps, 0.048 at 50,
+    # never within 4%, within 10% from 12 on; the verdict is decided at the floor of 20 batches
+    waiting = b.batches([160, 360] * 27, 40)
+    assert not settled(streamed(waiting))
+    assert not real_settled(streamed(waiting[: 2 + 19]))  # 19 steady steps: under the floor
+    assert real_settled(streamed(waiting[: 2 + 20]))
+    # the same steps with the wait and the compute swapped: the loop waits 13%, the ceiling could
+    # be anywhere near the lines, and the estimate must settle as any other's
+    computing = b.batches([40] * 54, [160, 360] * 27)
+    assert not real_settled(streamed(computing))
 
 
 def test_the_error_is_the_standard_error_of_round_rates() -> None:
