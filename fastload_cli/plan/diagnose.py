@@ -129,8 +129,15 @@ class Diagnose:
                 budget_s=AGAIN_BUDGET_S,
             )
         notes = ((None, then.why),) if then.why else ()
+        reserved = follow_ups.past_budget(state.analysis, state.runs) if sweep else 0
         return Step(
-            part=Part.AFTER_MODES, notes=notes, limits=limits, sweep=sweep, breakdown=then.breakdown, cached=then.cached
+            part=Part.AFTER_MODES,
+            notes=notes,
+            limits=limits,
+            sweep=sweep,
+            breakdown=then.breakdown,
+            cached=then.cached,
+            reserved=reserved,
         )
 
     def _sweep(self, state: State) -> Step | None:
@@ -157,17 +164,28 @@ def decided(state: State) -> Step:
 
 def within_budget(state: State, limits: search.Limits) -> bool:
     """A round of whole-epoch pairs more (four runs, each as long as the median run so far) would
-    end within the sweep's time budget (``Limits.budget_s``) of the command's start."""
-    return limits.budget_s is None or follow_ups.fits(state, limits.budget_s, EPOCH_PAIRS_ROUND)
+    end within the sweep's time budget (``Limits.budget_s``) of the command's start, what the
+    fixes of a pathology still to verify take left to them (``reserved_s``)."""
+    if limits.budget_s is None:
+        return True
+    return follow_ups.fits(state, limits.budget_s - reserved_s(state), EPOCH_PAIRS_ROUND)
+
+
+def reserved_s(state: State) -> float:
+    """What the follow-ups allowed past the budget (a pathology's fix, the verdict's cause's) will
+    take, one run each as long as the median run so far: the sweep's second runs and whole-epoch
+    pairs leave them that much of its budget, as a fix verified for what is wrong is worth more to
+    the report than a second run of a setting."""
+    return decided(state).reserved * follow_ups.median_run_s(state)
 
 
 def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool:
     """A second run of the setting ``found`` measures (``search.Step.second``: one run of it could
     decide the answer) would end within the sweep's time budget (``Limits.budget_s``) of the
-    command's start. It would take as long besides its window as the sweep's runs so far did (their
-    median), and its window at the pace of the setting's earlier runs (the real run, for the
-    script's own): a longer window for a run that swung costs what its batches do, not a whole run
-    more each time."""
+    command's start, what the fixes of a pathology still to verify take left to them. It would
+    take as long besides its window as the sweep's runs so far did (their median), and its window
+    at the pace of the setting's earlier runs (the real run, for the script's own): a longer window
+    for a run that swung costs what its batches do, not a whole run more each time."""
     if limits.budget_s is None:
         return True
     workers = found.specs[0].workers
@@ -179,7 +197,7 @@ def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool
     mine = [s for s in runs if s.num_workers == workers and s.batches]
     pace = sum(s.wall_s or 0.0 for s in mine) / sum(s.batches for s in mine) if mine else 0.0
     overhead = besides[len(besides) // 2] if besides else 0.0
-    return state.elapsed_s + overhead + pace * found.max_batches <= limits.budget_s
+    return state.elapsed_s + overhead + pace * found.max_batches <= limits.budget_s - reserved_s(state)
 
 
 def split_first(state: State, spec: ModeSpec) -> bool:

@@ -121,6 +121,15 @@ def named(spec: ModeSpec) -> str:
 def fits(state: State, budget_s: float, runs: int = 1) -> bool:
     """``runs`` runs, each as long as the median one so far, would end within ``budget_s`` of the
     command's start."""
+    return state.elapsed_s + runs * median_run_s(state) <= budget_s
+
+
+def past_budget(analysis: Analysis, done: Sequence[RunResult]) -> int:
+    """The follow-ups allowed past the budget: a pathology's fix, the verdict's cause's."""
+    return sum(1 for f in follow_ups(analysis, done, cached=False) if f.extra_s)
+
+
+def median_run_s(state: State) -> float:
+    """The median run so far, start to exit; 0 before any."""
     walls = sorted(s.run_wall_s for s in state.outcome.summaries if s.run_wall_s is not None)
-    expected = walls[len(walls) // 2] if walls else 0.0
-    return state.elapsed_s + runs * expected <= budget_s
+    return walls[len(walls) // 2] if walls else 0.0

@@ -70,6 +70,7 @@ class Step:
     sweep: bool = False  # AFTER_MODES: a num_workers sweep follows
     breakdown: bool = False  # AFTER_MODES: the breakdown follows
     cached: bool = False  # AFTER_MODES: the cached run is among the follow-ups
+    reserved: int = 0  # AFTER_MODES: follow-ups allowed past the budget, whose runs the sweep leaves room for
     planned: tuple[FollowUp, ...] = ()  # FOLLOW_UPS, FIXES: the runs, in order (on the part's first step)
     variants: tuple[search.Step, ...] = ()  # VARIANTS: the variants' steps, in order
     splitting: bool = False  # FOLLOW_UPS: the split run follows them

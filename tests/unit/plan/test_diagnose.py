@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import plan
+from fastload_cli.analyzer import search
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
-from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, follow_ups
+from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups
 from fastload_cli.plan import state as plan_state
 from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult, RunStatus, ScriptError, StopReason
 from tests.unit import builders as b
@@ -72,10 +73,14 @@ def split_run(config: RunConfig, own: int) -> RunResult:
 
 
 def drive(
-    command: plan.Plan, measure: Callable[[RunConfig], RunResult] = pipeline, elapsed_s: float = 0.0
+    command: plan.Plan,
+    measure: Callable[[RunConfig], RunResult] = pipeline,
+    elapsed_s: float = 0.0,
+    until: Part | None = None,
 ) -> tuple[Outcome, list[Step], list[int]]:
     """The plan's steps executed as the session executes them, each run measured by ``measure``
-    (no process); the outcome, the steps, and how many analyses each step's state computed."""
+    (no process), up to the first of part ``until``; the outcome, the steps, and how many analyses
+    each step's state computed."""
     outcome, steps, analyses = command.start(), [], []
     counted = plan_state.analyze
     calls: list[int] = []
@@ -90,7 +95,7 @@ def drive(
             before = len(calls)
             step = command.next_step(plan.at(command, outcome, BASE, elapsed_s, 8 * GIB))
             analyses.append(len(calls) - before)
-            if step is None:
+            if step is None or step.part is until:
                 return outcome, steps, analyses
             steps.append(step)
             run = measure(step.config) if step.config is not None else None
@@ -194,6 +199,59 @@ def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_
     assert swept_alone.limits is not None and swept_alone.limits.confirm
     alone = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
     assert len(alone) > len(set(alone))  # a setting measured twice
+
+
+def stalling(config: RunConfig) -> RunResult:
+    """``pipeline``'s script with six workers, its real run's loop stalled 400 ms three times by
+    slow samples behind which the other workers' batches were ready: a pathology whose fix
+    (in_order=False) diagnose verifies, past its budget if it must."""
+    if config.spec.mode is Mode.REAL_SYNTHETIC:
+        real, synthetic = (stalling(config.with_mode(ModeSpec(mode=m))) for m in PAIR)
+        return b.in_turn(real, synthetic)
+    run = pipeline(config, own=6)
+    if config.spec.mode is not Mode.REAL:
+        return run
+    batch_list = b.batches([400.0 if i in (9, 15, 22) else 8.3 for i in range(len(run.batches))], 5.0)
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.9,) * 6, system_busy=0.3, cpu_count=16)
+    found = b.run("real", batch_list, loaders=list(run.loaders), samples=samples, warmup=config.warmup)
+    return dataclasses.replace(found, spec=run.spec, cpu_count=16)
+
+
+def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_budget() -> None:
+    # what the sweep's second runs and whole-epoch pairs may use of its budget is less one run, as
+    # long as the median so far, for each pathology's fix still to verify: the fix comes first
+    _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), stalling)
+    assert "fix:in-order" in labels(steps)
+    swept, _, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), stalling, until=Part.FOLLOW_UPS)
+    state = plan_state.State(outcome=swept, base=BASE, elapsed_s=10.0)
+    assert [p.fix for p in state.analysis.pathologies] == ["in-order"]
+    assert diagnose.reserved_s(state) == follow_ups.median_run_s(state) > 0
+    plain_outcome, _, _ = drive(
+        Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), lambda c: pipeline(c, own=6), until=Part.FOLLOW_UPS
+    )
+    assert diagnose.reserved_s(plan_state.State(outcome=plain_outcome, base=BASE, elapsed_s=10.0)) == 0.0
+    # a second run of the script's own setting, and a round of pairs, that would just fit the budget
+    # without the reserve do not with it
+    limits = swept.limits
+    assert limits is not None and limits.budget_s is not None
+    second = search.Step(specs=(ModeSpec(mode=Mode.WORKERS, workers=6),), warmup=5, max_batches=20, second=True)
+    fitting = [
+        e
+        for e in (x / 10 for x in range(400))
+        if diagnose.second_fits(dataclasses.replace(state, elapsed_s=e), second, limits)
+    ]
+    last = max(fitting)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(diagnose, "reserved_s", lambda _: 0.0)
+        assert diagnose.second_fits(
+            dataclasses.replace(state, elapsed_s=last + 0.1 + follow_ups.median_run_s(state) / 2), second, limits
+        )
+    pairs = [
+        e
+        for e in (x / 10 for x in range(400))
+        if diagnose.within_budget(dataclasses.replace(state, elapsed_s=e), limits)
+    ]
+    assert max(pairs) <= limits.budget_s - diagnose.reserved_s(state) - 4 * follow_ups.median_run_s(state)
 
 
 def outcome_caveats(outcome: Outcome) -> tuple[str, ...]:
