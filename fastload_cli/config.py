@@ -15,6 +15,7 @@ from fastload_cli.records import ChildSpec, FixSpec, Mode, ModeSpec, Streamed, n
 DEFAULT_WARMUP = 5
 DEFAULT_MAX_BATCHES = 50
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MAX_REGRESSION = 10.0  # percent: --max-regression, the compare gate's default
 # A sweep measures many settings, each a run of its own: fewer batches per setting by default.
 DEFAULT_SWEEP_BATCHES = 30
 # The highest num_workers a sweep tries unless told otherwise (--max-workers).

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.compare import Comparison, Figures, ModeChange, compare, figures
+from fastload_cli.config import DEFAULT_MAX_REGRESSION
 from fastload_cli.formatting import pct, samples_rate
 from fastload_cli.records import Bottleneck, Mode, ModeSpec, Report
 
@@ -19,7 +20,6 @@ INPUT_BOUND = "input-bound"
 # What --fail-on input-bound means: the input pipeline (cpu, io) or the way inputs reach the
 # device (transfer, host); "transfer" and "host" are only ever decided on a GPU.
 INPUT_BOUND_VERDICTS = frozenset({Bottleneck.CPU, Bottleneck.IO, Bottleneck.TRANSFER, Bottleneck.HOST})
-DEFAULT_MAX_REGRESSION = 10.0  # percent
 
 
 class GateStatus(enum.Enum):

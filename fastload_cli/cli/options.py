@@ -10,10 +10,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fastload_cli.analyzer.gates import DEFAULT_MAX_REGRESSION
 from fastload_cli.cli.groups import group
 from fastload_cli.cli.output import Output
-from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+from fastload_cli.config import DEFAULT_MAX_BATCHES, DEFAULT_MAX_REGRESSION, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from fastload_cli.reporters import FORMATS
 
 # --------------------------------------------------------------------------------------------

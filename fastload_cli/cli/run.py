@@ -93,6 +93,9 @@ def run_measured(
     """The command's runs, analysed, and the report shown and written in every requested format
     (``documents`` False: written by the caller, unless interrupted); exits with 130/143 when
     interrupted."""
+    from fastload_cli.runner.start import prestart
+
+    prestart(base)  # its imports overlap fastload's own before the first run
     from fastload_cli.samplers.gpu import open_nvml
 
     nvml = open_nvml()

@@ -72,15 +72,29 @@ def _cold(config: RunConfig, env: dict[str, str], event_fd: int) -> subprocess.P
     )
 
 
-def _forked(config: RunConfig, env: dict[str, str], event_fd: int) -> warm.ForkedProcess | None:
-    """The child forked by the command's warm starter, or None: it starts cold."""
+def prestart(config: RunConfig) -> None:
+    """The command's warm starter started now, where its runs will be forked from one (one process
+    runs the script): the seconds its imports take pass while fastload prepares the first run,
+    which finds it started."""
+    if config.launcher is None:
+        _starter(config)
+
+
+def _starter(config: RunConfig) -> warm.WarmStarter | None:
+    """The command's warm starter for ``config``'s runs, started at first use; None where they
+    start cold."""
     # A module runs with the working directory first on sys.path (python -m): the starter puts the
     # script's directory there, so a module starts cold.
     preloads = warm.preloads_for(config.script) if config.warm_start and config.module is None else None
     if preloads is None:
         return None
     script_dir = os.path.dirname(os.path.realpath(config.script))
-    found = warm.starter(config.python, PACKAGE_PARENT, preloads, script_dir)
+    return warm.starter(config.python, PACKAGE_PARENT, preloads, script_dir)
+
+
+def _forked(config: RunConfig, env: dict[str, str], event_fd: int) -> warm.ForkedProcess | None:
+    """The child forked by the command's warm starter, or None: it starts cold."""
+    found = _starter(config)
     if found is None:
         return None
     args = child_args(config)

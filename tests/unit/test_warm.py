@@ -97,3 +97,37 @@ def _with_the_probe(code: str) -> str:
         pytest.skip("this torch build cannot say whether a forked process may use CUDA")
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def test_the_starter_is_started_before_the_first_run_and_that_run_forks_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fastload starts the command's starter as soon as it knows the script, so that torch's import
+    # passes while fastload prepares; the first run then finds that starter, and starts no other.
+    # Not where the runs start cold: a module, or a data-parallel job, which the launcher starts
+    from dataclasses import replace
+
+    from fastload_cli.config import Launcher, RunConfig
+    from fastload_cli.runner import start
+
+    started: list[tuple[object, ...]] = []
+
+    class Recorded:
+        def __init__(self, *key: object) -> None:
+            started.append(key)
+            self.proc = self
+
+        def poll(self) -> None:
+            return None
+
+    monkeypatch.setattr(warm, "WarmStarter", Recorded)
+    monkeypatch.setattr(warm, "_STARTERS", {})
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n")
+    config = RunConfig(script=script, script_arg0="train.py")
+    start.prestart(config)
+    assert len(started) == 1 and started[0][2] == ("torch",)
+    assert isinstance(start._starter(config), Recorded) and len(started) == 1  # the first run's: the same
+    start.prestart(replace(config, launcher=Launcher(nproc_per_node=2)))
+    start.prestart(replace(config, module="package.train"))
+    assert len(started) == 1
