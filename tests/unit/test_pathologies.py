@@ -266,6 +266,17 @@ def test_one_computing_thread_per_worker_is_not_oversubscription() -> None:
     assert PathologyKind.THREAD_OVERSUBSCRIPTION not in kinds(sampled(threads=(0.9, 0.05)))
 
 
+def test_stalls_beside_workers_that_oversubscribe_the_cores_are_not_slow_samples() -> None:
+    # two workers on 2 threads each fight over 2 cores: the loop stalls 2 s now and then with the
+    # other worker's batch ready behind, as slow samples would stall it. Those stalls are the
+    # contention's: oversubscription is raised alone, and its fix verified first
+    waits = [400.0 if i in (10, 30, 50) else 1.0 for i in range(60)]
+    stalled = real(waits, workers=2, compute_ms=30.0)
+    assert kinds(stalled) == [PathologyKind.SLOW_SAMPLES]
+    both = dataclasses.replace(stalled, host_samples=processes(stalled.ended_ns, threads=(0.6, 0.5, 0.01)))
+    assert kinds(both) == [PathologyKind.THREAD_OVERSUBSCRIPTION]
+
+
 def test_steady_growth_of_the_workers_own_memory_is_projected_over_an_epoch() -> None:
     run = sampled(unique=lambda s, pid: 30 * MB + 8 * MB * s)
     run = dataclasses.replace(run, memory_available_bytes=2 * 2**30)

@@ -35,13 +35,21 @@ DETECTORS: tuple[Detector, ...] = (
 )
 
 
+# A pathology that explains what another's detector read: the other is not raised beside it. Workers
+# whose thread pools fight over the cores stall the loop now and then for seconds, whichever worker
+# the fight slowed, while the others' batches are ready: what slow samples look like. Its fix comes
+# first; a run after it shows whether slow samples remain.
+SHADOWS = {PathologyKind.THREAD_OVERSUBSCRIPTION: PathologyKind.SLOW_SAMPLES}
+
+
 def detect(run: RunResult | None, f: Facts) -> tuple[Pathology, ...]:
     """Every pathology the real run shows, correctness first, each with what its fix measured
-    where a run with it applied ran (``Facts.tried``)."""
+    where a run with it applied ran (``Facts.tried``); none another explains (``SHADOWS``)."""
     if run is None:
         return ()
     found = [p for detector in DETECTORS if (p := detector(run, f)) is not None]
-    found = [_measured(p, f) for p in found]
+    shadowed = {SHADOWS.get(p.kind) for p in found}
+    found = [_measured(p, f) for p in found if p.kind not in shadowed]
     return tuple(sorted(found, key=lambda p: not p.kind.correctness))
 
 
