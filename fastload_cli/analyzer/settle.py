@@ -35,45 +35,50 @@ def settled(run: Batches) -> bool:
     """The run's throughput estimate is known as well as a comparison needs; never before the run
     is ``past_warmup``: until then ``steady_steps`` reads the warm-up's batches (as it does for a
     script that ended inside its warm-up)."""
-    return _stable(run, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
+    found = _window(run)
+    return found is not None and _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
 
 
 def real_settled(run: Batches) -> bool:
     """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or its verdict
-    ``decided``: where the loop mostly waits for data, no error within that precision turns it.
-    Not where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it
-    to ``settled``)."""
-    return settled(run) or decided(run)
-
-
-def decided(run: Batches) -> bool:
-    """A real run's verdict is decided before its estimate settles: the loop waited for data at
-    least ``DECIDED_WAIT`` of its steady time, so free inputs would be at least ``1 / (1 - wait)``
-    as fast (2x), and the estimate is within ``DECIDED_PRECISION`` after ``DECIDED_BATCHES``
-    steady batches: twice that error still leaves the ceiling past ``CEILING_INPUT_BOUND``. A
-    bursty input-bound loop (workers oversubscribing the cores, slow records) stops there instead
-    of running on to ``--max-batches`` at a slow step's pace."""
-    if not _stable(run, th.DECIDED_PRECISION, th.DECIDED_BATCHES):
+    decided: the loop waited for data at least ``DECIDED_WAIT`` of its steady time, so free inputs
+    would be at least ``1 / (1 - wait)`` as fast (2x), and the estimate is within
+    ``DECIDED_PRECISION`` after ``DECIDED_BATCHES`` steady batches: twice that error still leaves
+    the ceiling past ``CEILING_INPUT_BOUND``, and no error within it turns the verdict. A bursty
+    input-bound loop (workers oversubscribing the cores, slow records) stops there instead of
+    running on to ``--max-batches`` at a slow step's pace. Not where the real run is what a
+    comparison rests on (``try`` and ``sweep-workers`` hold it to ``settled``)."""
+    found = _window(run)
+    if found is None:
         return False
-    steps = steady_steps(run)
-    return sum(s.wait_ns for s in steps) >= th.DECIDED_WAIT * sum(s.step_ns for s in steps)
+    if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
+        return True
+    steps = found[0]
+    waited = sum(s.wait_ns for s in steps) >= th.DECIDED_WAIT * sum(s.step_ns for s in steps)
+    return waited and _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES)
 
 
-def _stable(run: Batches, precision: float, least: int) -> bool:
-    """The run is past warm-up, its window holds ``least`` steady batches and ``SETTLE_ROUNDS``
-    rounds of every worker, and the epochs ``epochs_wanted`` asks for, and its estimate's relative
-    error is within ``precision``."""
+def _window(run: Batches) -> tuple[list[LoopStep], float] | None:
+    """The run's steady window and its estimate's relative error, once the run is past warm-up
+    and the window holds ``SETTLE_ROUNDS`` rounds of every worker and the epochs ``epochs_wanted``
+    asks for; None before, or where the error cannot be read."""
     if not past_warmup(loader_batches(run), run.warmup_batches):
-        return False
+        return None
     steps = steady_steps(run)
     loader = primary_loader(run)
     round_size = max(loader.num_workers if loader is not None else 0, 1)
-    if len(steps) < max(least, th.SETTLE_ROUNDS * round_size):
-        return False
+    if len(steps) < th.SETTLE_ROUNDS * round_size:
+        return None
     if len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(run, epoch_batches(loader), steps):
-        return False
+        return None
     error = relative_error(steps, round_size)
-    return error is not None and error <= precision
+    return None if error is None else (steps, error)
+
+
+def _within(found: tuple[list[LoopStep], float], precision: float, least: int) -> bool:
+    """The window (``_window``) holds ``least`` steady batches, its error within ``precision``."""
+    steps, error = found
+    return len(steps) >= least and error <= precision
 
 
 def epochs_wanted(run: Batches, epoch: int | None, steps: list[LoopStep]) -> int:
