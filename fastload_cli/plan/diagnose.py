@@ -13,9 +13,11 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.formatting import pct
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
@@ -231,8 +233,9 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     run was slower than the real one beyond their noise (``broken_comparison``), which free inputs
     cannot be and a machine whose other load changed between the runs can; or the ceiling reads
     the step as the limit while the training process got its CPU back with free inputs on full
-    cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads.
-    Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the command's start
+    cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads;
+    or the ceiling reads loading as the limit where nothing in the loop could have cost it that
+    (``_unexplained``). Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the command's start
     (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled (``pooled``), and the
     ceiling and the step's slowdown pair by pair (``Facts.pairs``)."""
     f = analysis.facts
@@ -249,12 +252,32 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None
+    return _contradicted(f, ceiling) or _near_line(f, ceiling)
+
+
+def _contradicted(f: Facts, ceiling: float) -> str | None:
+    """Why the ceiling contradicts what the loop shows, or None: the step read as the limit while
+    the training process got its CPU back with free inputs on full cores; or loading read as the
+    limit while the loop waited for data less than ``WAIT_COMPUTE_BOUND`` and nothing loads
+    beside the step (num_workers=0, no pinning), so that loading, all inside that wait, cannot
+    have cost the rest: a slow stretch of the machine during the real run reads so."""
     if ceiling < th.CEILING_COMPUTE_BOUND and f.step_starved and f.cpu_regained is not None:
         return (
             f"The ceiling, {ceiling:.2f}x, reads the step as the limit, yet with free inputs the training process "
             f"had {f.cpu_regained:.2f}x the CPU it had beside the loaders, every core busy: measuring real and "
             "synthetic again."
         )
+    wait = f.real.data_wait_fraction if f.real is not None else None
+    if ceiling < th.CEILING_INPUT_BOUND or wait is None or wait >= th.WAIT_COMPUTE_BOUND or f.concurrent_loading:
+        return None
+    return (
+        f"The ceiling, {ceiling:.2f}x, reads loading as the limit, yet the loop waited for data {pct(wait)} of the "
+        "time and nothing loads beside its step: measuring real and synthetic again."
+    )
+
+
+def _near_line(f: Facts, ceiling: float) -> str | None:
+    """Why a ceiling within the runs' noise of ``CEILING_COMPUTE_BOUND`` is measured again, or None."""
     if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
         return None
     return (

@@ -91,3 +91,31 @@ def test_the_verdict_reads_both_measurements_pair_by_pair() -> None:
     assert both.facts.ceiling_noise > alone.facts.ceiling_noise
     # each mode's other figures are its runs pooled
     assert both.facts.real is not None and both.facts.real.batches == 2 * alone.facts.real.batches
+
+
+def loop_runs(synthetic_step_ms: float, workers: int) -> list:
+    """A loop that waits 0.1 ms for each batch and steps 10 ms; its synthetic run steps as told."""
+    loaders = [b.loader(num_workers=workers)]
+    made = [b.batches([0.1] * 40, step_ms, thread_cpu_fraction=1.0) for step_ms in (10.0, synthetic_step_ms)]
+    cores = (0.3,) * workers
+    real, synthetic = (
+        b.run(mode, ones, warmup=5, loaders=loaders, samples=b.host_samples(ones[-1].wait_end_ns, worker_cores=cores))
+        for mode, ones in zip(("real", "synthetic"), made, strict=True)
+    )
+    return [real, synthetic]
+
+
+def test_a_ceiling_that_nothing_in_the_loop_explains_is_measured_again_once() -> None:
+    """A two-rank job on shared cores whose real run hit a slow stretch: 1.5x with free inputs,
+    yet the loop waited 1% for data and loads nothing beside its step (num_workers=0), so loading
+    cannot have cost it the rest."""
+    runs = loop_runs(6.0, workers=0)  # 1.66x (10.1 ms a step against 6.1)
+    analysis = analyze(runs)
+    assert analysis.verdict.bottleneck is not Bottleneck.COMPUTE
+    note = measure_again(analysis, runs)
+    assert note is not None and "1.66x" in note and "1%" in note and "measuring real and synthetic again" in note
+    twice = [*runs, *loop_runs(10.0, workers=0)]  # the second pair: 1.0x
+    assert analyze(twice).verdict.bottleneck is Bottleneck.COMPUTE
+    assert measure_again(analyze(twice), twice) is None  # once only
+    beside = loop_runs(6.0, workers=2)  # workers load beside the step: they may have slowed it
+    assert measure_again(analyze(beside), beside) is None
