@@ -111,6 +111,8 @@ def _run_notes(run: RunResult, s: RunSummary) -> list[_Note]:
         notes.append(_Note(_disturbed, s.mode, (100 * s.foreign_cpu_fraction,)))
     if 0 < s.batches < th.MIN_STEADY_BATCHES:
         notes.append(_Note(_few, s.mode, (s.batches,)))
+    if s.batches and s.steal_fraction is not None and s.steal_fraction >= th.STEAL_NOTABLE:
+        notes.append(_Note(_stolen, s.mode, (100 * s.steal_fraction,)))
     return notes
 
 
@@ -126,6 +128,14 @@ def _disturbed(runs: str, many: bool, figures: Sequence[tuple[float, ...]]) -> s
     return (
         f"Other processes used {span([f[0] for f in figures])}% of the machine's CPU during {runs}: "
         f"{'their' if many else 'its'} throughput is not a fair comparison; run fastload on a quieter machine."
+    )
+
+
+def _stolen(runs: str, many: bool, figures: Sequence[tuple[float, ...]]) -> str:
+    return (
+        f"This virtual machine's host held back {span([f[0] for f in figures])}% of its CPU time (steal) during "
+        f"{runs}: {'their' if many else 'its'} cores were not whole cores, and CPU-bound figures vary with the "
+        "host's other guests. fastload does not count it as other processes' load."
     )
 
 

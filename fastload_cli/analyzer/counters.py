@@ -122,6 +122,7 @@ class SystemCpu:
     busy_s: float
     iowait_s: float | None  # None where the platform does not report it
     total_s: float  # busy + idle + iowait: all cores, the whole window
+    steal_s: float | None = None  # of busy_s: a virtual machine's CPU time its host gave other guests
 
 
 def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu | None:
@@ -132,16 +133,29 @@ def system_cpu(samples: tuple[HostSample, ...], window: list[Span]) -> SystemCpu
     has_iowait = all(s.system.iowait_s is not None for s in samples)
     iowait = Cumulative((s.t_ns, s.system.iowait_s or 0.0) for s in samples).over(window) if has_iowait else None
     total = busy + idle + (iowait or 0.0)
-    return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total) if total > 0 else None
+    has_steal = all(s.system.steal_s is not None for s in samples)
+    steal = Cumulative((s.t_ns, s.system.steal_s or 0.0) for s in samples).over(window) if has_steal else None
+    return SystemCpu(busy_s=busy, iowait_s=iowait, total_s=total, steal_s=steal) if total > 0 else None
 
 
 def foreign_cpu_fraction(system: SystemCpu | None, samples: tuple[HostSample, ...], window: list[Span]) -> float | None:
     """Share of all CPU time on the machine over the window used by processes outside the run
-    (``tree_cpu_s``) and fastload (``own_cpu_s``)."""
+    (``tree_cpu_s``) and fastload (``own_cpu_s``). A virtual machine's steal time is no process's
+    (``steal_fraction``)."""
     run_cpu_s = tree_cpu_s(samples, window)
     if system is None or run_cpu_s is None:
         return None
-    return min(1.0, max(0.0, system.busy_s - run_cpu_s - own_cpu_s(samples, window)) / system.total_s)
+    others = system.busy_s - (system.steal_s or 0.0) - run_cpu_s - own_cpu_s(samples, window)
+    return min(1.0, max(0.0, others) / system.total_s)
+
+
+def steal_fraction(system: SystemCpu | None) -> float | None:
+    """Share of all CPU time over the window that a virtual machine's host gave its other guests
+    or held back under the guest's CPU quota (steal): the run's cores were not whole cores. None
+    where the platform does not report it."""
+    if system is None or system.steal_s is None:
+        return None
+    return min(1.0, max(0.0, system.steal_s / system.total_s))
 
 
 GPU_READING_PERIOD_NS = 1_000_000_000  # the longest period NVML's utilisation reading averages over

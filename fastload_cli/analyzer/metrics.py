@@ -17,6 +17,7 @@ from fastload_cli.analyzer.counters import (
     foreign_cpu_fraction,
     gpu_util_percent,
     role_delta,
+    steal_fraction,
     system_cpu,
     tree_delta,
 )
@@ -195,6 +196,7 @@ def _summarize(run: RunResult) -> RunSummary:
         run_wall_s=(run.ended_ns - run.started_ns) / NS,
         stop_reason=run.stop_reason.value,
         foreign_cpu_fraction=foreign_cpu_fraction(system, run.host_samples, window),
+        steal_fraction=steal_fraction(system),
         profiler_cpu_percent=_percent(run.profiler_cpu_s, (run.ended_ns - run.started_ns) / NS),
         event_bytes_per_s=_per_s(run.channel_bytes, (run.ended_ns - run.started_ns) / NS),
         throughput_spread=throughput_spread(steps, loader.num_workers if loader is not None else None),

@@ -83,6 +83,10 @@ CONFIDENCE_CAUSE_UNCLEAR = 0.75  # multiplier when the cause (cpu vs io) rests o
 # machine) above which that run's throughput is not a fair comparison with the others: on two
 # cores, 15% is a third of a core, several times the run-to-run noise of a quiet machine.
 FOREIGN_LOAD_NOTABLE = 0.15
+# Share of a virtual machine's CPU time its host held back during a run (steal: other guests, or
+# the guest's CPU quota) above which the report says so. No process's load, and steady where a
+# quota causes it (20% on a 2-vCPU guest whose loaders keep both cores busy): never measured again.
+STEAL_NOTABLE = 0.10
 # Confidence multiplier when a compared run was disturbed by such load.
 CONFIDENCE_DISTURBED = 0.75
 

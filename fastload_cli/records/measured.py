@@ -233,6 +233,7 @@ class SystemSample:
     idle_s: float
     iowait_s: float | None
     disk_read_bytes: int | None
+    steal_s: float | None = None  # cumulative, all cores, inside busy_s: a virtual machine's host ran other guests
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

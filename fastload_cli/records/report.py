@@ -57,6 +57,7 @@ class RunSummary:
     run_wall_s: float | None = None  # the whole child run, start-up included
     stop_reason: str | None = None
     foreign_cpu_fraction: float | None = None  # machine CPU used by processes outside the run
+    steal_fraction: float | None = None  # machine CPU a virtual machine's host gave other guests (steal)
     profiler_cpu_percent: float | None = None  # fastload's own CPU over the run, % of one core
     event_bytes_per_s: float | None = None  # what the process streamed to fastload over the run
     # Half the range of throughput across consecutive blocks of the window, relative to the

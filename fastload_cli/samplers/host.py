@@ -232,7 +232,10 @@ class HostSampler:
         busy = sum(times) - idle - (iowait or 0.0) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
         if iowait is None:
             self._unavailable.setdefault("iowait", "not reported on this platform")
-        return SystemSample(busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=self._disk_read_bytes)
+        steal = getattr(times, "steal", None)  # Linux only; inside busy, as psutil sums it
+        return SystemSample(
+            busy_s=busy, idle_s=idle, iowait_s=iowait, disk_read_bytes=self._disk_read_bytes, steal_s=steal
+        )
 
 
 def _processes(sample: HostSample) -> int:

@@ -98,12 +98,14 @@ def host_samples(
     worker_runq_cores: float = 0.0,
     worker_kernel_share: float | None = None,
     system_busy: float = 0.5,
+    steal: float | None = 0.0,
     cpu_count: int = 2,
     read_bytes_per_s: float | None = 0.0,
     blocked_every: int | None = None,
 ) -> tuple[HostSample, ...]:
-    """Samples whose cumulative counters grow at the given constant rates (cores busy); with
-    ``blocked_every=n``, every process is found blocked on storage in every n-th sample."""
+    """Samples whose cumulative counters grow at the given constant rates (cores busy; ``steal``
+    of the machine's CPU time inside ``system_busy``); with ``blocked_every=n``, every process is
+    found blocked on storage in every n-th sample."""
     out = []
     for n, t in enumerate(range(0, end_ns + every_ns, every_ns)):
         s = t / 1e9
@@ -130,7 +132,8 @@ def host_samples(
                 )
             )
         busy = system_busy * cpu_count * s
-        system = SystemSample(busy_s=busy, idle_s=cpu_count * s - busy, iowait_s=0.0, disk_read_bytes=0)
+        stolen = None if steal is None else steal * cpu_count * s
+        system = SystemSample(busy_s=busy, idle_s=cpu_count * s - busy, iowait_s=0.0, disk_read_bytes=0, steal_s=stolen)
         out.append(HostSample(t_ns=t, procs=tuple(procs), system=system))
     return tuple(out)
 

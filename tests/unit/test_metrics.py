@@ -335,6 +335,26 @@ def test_cpu_taken_by_other_processes_is_measured() -> None:
     assert s.foreign_cpu_fraction == pytest.approx(0.3)  # (1.8 - 1.2) / 2 cores
 
 
+def test_cpu_a_virtual_machines_host_held_back_is_said_and_not_read_as_other_processes() -> None:
+    """A 2-vCPU guest whose host took a fifth of its CPU time (steal: its quota, or other guests)
+    while the loaders kept both cores busy: no other process ran, and measuring again would meet
+    the same quota."""
+    from fastload_cli.analyzer import analyze
+
+    batch_list = one_epoch()
+    end = batch_list[-1].wait_end_ns
+    samples = b.host_samples(end, main_cores=1.0, worker_cores=(0.3, 0.3), system_busy=0.96, steal=0.2)
+    run = b.run("real", batch_list, samples=samples)
+    s = summarize(run)
+    assert s.steal_fraction == pytest.approx(0.2)
+    assert s.foreign_cpu_fraction == pytest.approx(0.0, abs=1e-9)  # 1.92 - 0.4 stolen - 1.6 run: none
+    said = analyze([run]).verdict.caveats
+    assert any("held back 20% of its CPU time (steal) during the real run" in c for c in said), said
+    assert not any("Other processes" in c for c in said), said
+    unread = summarize(b.run("real", batch_list, samples=b.host_samples(end, steal=None)))
+    assert unread.steal_fraction is None and unread.foreign_cpu_fraction is not None
+
+
 def test_few_steady_batches_and_a_lagging_sampler_are_caveats() -> None:
     from fastload_cli.analyzer import analyze
     from fastload_cli.records import SamplerHealth
