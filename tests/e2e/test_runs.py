@@ -226,3 +226,58 @@ def test_a_stop_the_script_swallows_is_asked_again_at_its_next_batch(tmp_path: P
     assert report_of(done)["runs"][0]["stop_reason"] == "enough-batches"
     events = json.loads(trace.read_text())["traceEvents"]
     assert sum(1 for e in events if e.get("cat") == "wait" and e.get("ph") == "X") <= 17  # 15 asked for
+
+
+ENDS_BY_ITSELF = """import atexit
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+out = Path(sys.argv[1])
+
+
+class Marker:
+    def __init__(self, path):  # what __del__ needs, kept: a teardown clears the module's names
+        self.path, self.flags, self.open, self.close = path, os.O_CREAT | os.O_WRONLY, os.open, os.close
+
+    def __del__(self):
+        self.close(self.open(self.path, self.flags))
+
+
+kept = Marker(str(out / "torn-down"))  # alive until the interpreter tears the module down
+log = open(out / "log.txt", "a")  # never closed: python's exit flushes it
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+for epoch in range(2):
+    for (x,) in DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=4, num_workers=1):
+        log.write("step\\n")
+
+
+def save_later():
+    time.sleep(0.3)
+    (out / "saved").write_text("a non-daemon thread finished")
+
+
+threading.Thread(target=save_later).start()
+"""
+
+
+def test_a_script_that_ends_by_itself_leaves_as_python_would_short_of_the_teardown(tmp_path: Path) -> None:
+    """Its non-daemon thread joined, its atexit handler run, its open file flushed, and its exit
+    code kept; not the interpreter's teardown, which with torch imported takes a CPU for 1-2 s
+    that the next mode would wait for (an object alive at exit is not deleted: python does not
+    promise it)."""
+    script = tmp_path / "ends.py"
+    script.write_text(ENDS_BY_ITSELF)
+    done = run_fastload("diagnose", str(script), "--modes", "real", "--max-batches", "50", "--warmup", "2",
+                        "--json", "-", "--", str(tmp_path))  # fmt: skip
+    report = report_of(done)
+    assert report["runs"][0]["stop_reason"] == "script-ended"
+    assert (tmp_path / "saved").read_text() == "a non-daemon thread finished"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "log.txt").read_text() == "step\n" * 32
+    assert not (tmp_path / "torn-down").exists()

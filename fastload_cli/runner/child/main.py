@@ -11,7 +11,8 @@ runs as under ``python -m``: ``sys.path[0]`` the working directory, ``sys.argv[0
 ``__spec__`` set, a package's ``__main__`` (``runpy.run_module``).
 Events go to the file descriptor named by ``FASTLOAD_EVENT_FD``, never to the script's stdout.
 The parent asks the child to stop with ``STOP_SIGNAL``; its handler raises ``StopRun`` in the main
-thread so the script's ``finally`` blocks run, then the child leaves at once.
+thread so the script's ``finally`` blocks run, then the child leaves at once. A script that ends by
+itself leaves as python would, short of the interpreter's teardown (``_shut_down_as_python``).
 """
 
 from __future__ import annotations
@@ -202,12 +203,34 @@ def main() -> NoReturn:
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     channel.emit(EventKind.ENV, **torch_env(final=True))
     channel.emit(EventKind.END, reason=reason.value, exit_code=code, t_ns=time.monotonic_ns())
-    if reason is StopReason.ENOUGH_BATCHES:
-        # Leave now: the script's non-daemon threads (background prefetchers) and its DataLoader
-        # workers must not keep a stopped run alive; fastload terminates what remains.
-        _flush_stdio()
-        os._exit(code)
-    sys.exit(code)  # the script ended by itself: exit as python would (atexit handlers run)
+    if reason is not StopReason.ENOUGH_BATCHES:
+        # The script ended by itself: what python does at exit that a script can see, in its
+        # order: its non-daemon threads joined, its atexit handlers run (its DataLoader workers
+        # shut down among them), its open files flushed. Not the interpreter's teardown after that,
+        # which with torch imported takes 1-2 s of a CPU and which a run's next mode waits for.
+        _shut_down_as_python()
+    # A stopped run leaves at once: the script's non-daemon threads (background prefetchers) and
+    # its DataLoader workers must not keep it alive, and fastload terminates what remains.
+    _flush_stdio()
+    os._exit(code)
+
+
+def _shut_down_as_python() -> None:
+    """Python's exit up to its teardown: non-daemon threads joined (``threading._shutdown``, as
+    the interpreter calls it), atexit handlers run, every file still open flushed (teardown would
+    close them). ``__del__`` of objects alive at exit is not run, which python does not promise."""
+    import atexit
+    import gc
+    import io
+    import threading
+
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for found in gc.get_objects():
+        with contextlib.suppress(Exception):  # an object may resist even isinstance()
+            if isinstance(found, io.BufferedIOBase | io.TextIOBase) and not found.closed:
+                found.flush()
 
 
 def _channel_fd() -> int:
