@@ -58,6 +58,25 @@ def real_settled(run: Batches) -> bool:
     return waited and _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES)
 
 
+def settled_against(run: Batches, *, rate: float, line: float) -> bool:
+    """A run whose answer is its throughput against ``rate`` (the real run's), read against
+    ``line``, is ``settled``, or that answer decided: its estimate within ``DECIDED_PRECISION``
+    after ``DECIDED_BATCHES`` steady batches, and its ratio to ``rate`` at least twice that
+    precision from ``line``, so that neither run's error turns it. diagnose's no-aug run against
+    ``AUG_SPEEDUP_SIGNIFICANT``: a pipeline 3x faster without its augmentation need not be known to
+    4% to name augmentation the cause."""
+    found = _window(run)
+    if found is None:
+        return False
+    if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
+        return True
+    if rate <= 0 or not _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES):
+        return False
+    steps = found[0]
+    mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
+    return abs(mine / rate / line - 1) >= 2 * th.DECIDED_PRECISION
+
+
 def _window(run: Batches) -> tuple[list[LoopStep], float] | None:
     """The run's steady window and its estimate's relative error, once the run is past warm-up
     and the window holds ``SETTLE_ROUNDS`` rounds of every worker and the epochs ``epochs_wanted``

@@ -8,16 +8,18 @@ first run must measure a batch or the script cannot be diagnosed (a ``FastloadEr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
 from fastload_cli.analyzer import pathologies, split
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.caveats import disturbed
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
 from fastload_cli.analyzer.in_turn import REAL, SYNTHETIC, part_settled
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
-from fastload_cli.analyzer.settle import epoch_end_near, settled
+from fastload_cli.analyzer.settle import epoch_end_near, settled, settled_against
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, Launcher, RunConfig
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
@@ -94,7 +96,14 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     skip = why_skip(spec, state.runs, state.base.child.drop_transforms)
     if skip is not None:
         return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
-    return run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+    step = run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+    real = next((s for s in state.outcome.summaries if s.spec == REAL), None)
+    rate = real.throughput_samples_per_s if real is not None else None
+    if spec.mode is Mode.NO_AUG and step.config is not None and step.config.settle is not None and rate:
+        # its answer is its rate against the real run's, read against the line of augmentation as the cause
+        decided = functools.partial(settled_against, rate=rate, line=th.AUG_SPEEDUP_SIGNIFICANT)
+        step = replace(step, config=replace(step.config, settle=decided))
+    return step
 
 
 def in_turn_step(state: State, specs: Sequence[ModeSpec], config: RunConfig, part: Part = Part.MODES) -> Step:

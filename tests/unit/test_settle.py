@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.settle import epoch_end_near, real_settled, relative_error, settled
+from fastload_cli.analyzer.settle import epoch_end_near, real_settled, relative_error, settled, settled_against
 from fastload_cli.analyzer.window import steady_steps
 from fastload_cli.records import IteratorInfo, Streamed
 from tests.unit import builders as b
@@ -69,6 +69,20 @@ def test_a_bursty_loop_that_mostly_waits_is_decided_before_it_settles() -> None:
     # be anywhere near the lines, and the estimate must settle as any other's
     computing = b.batches([40] * 54, [160, 360] * 27)
     assert not real_settled(streamed(computing))
+
+
+def test_a_run_compared_with_the_real_one_is_decided_once_its_ratio_is_far_from_the_line() -> None:
+    # a no-aug run whose steps alternate 200 and 400 ms (32 samples): 64 samples in 0.6 s, 106.7
+    # samples/s, its error within 10% from 12 steady steps and never within 4% (as above)
+    bursty = streamed(b.batches([0] * 54, [200, 400] * 27))
+    assert not settled(bursty)
+    line = 1.25  # augmentation as the cause at 1.25x
+    assert settled_against(streamed(b.batches([0] * 22, [200, 400] * 11)), rate=40.0, line=line)  # 2.67x
+    assert not settled_against(streamed(b.batches([0] * 21, [200, 400] * 10 + [200])), rate=40.0, line=line)  # 19
+    assert settled_against(streamed(b.batches([0] * 22, [200, 400] * 11)), rate=120.0, line=line)  # 0.89x: not it
+    near = streamed(b.batches([0] * 54, [200, 400] * 27))  # 1.25x the real run's 85 samples/s: on the line
+    assert not settled_against(near, rate=85.0, line=line)
+    assert not settled_against(near, rate=0.0, line=line)
 
 
 def test_the_error_is_the_standard_error_of_round_rates() -> None:

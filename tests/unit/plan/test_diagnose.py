@@ -4,6 +4,7 @@ from the steps the plan gives, and the analysis each step reads computed at most
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from fastload_cli import plan
 from fastload_cli.analyzer import search
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.config import DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups
 from fastload_cli.plan import state as plan_state
@@ -161,6 +163,12 @@ def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_
 
     outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), heavy_step)
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"] and outcome.split_run is None
+    # no-aug's answer is its rate against the real run's (40 ms steps: 800 samples/s), read against
+    # augmentation's line: it stops once that is decided, not only once its own rate is known to 4%
+    no_aug = next(s.config for s in steps if s.config is not None and s.config.spec.mode is Mode.NO_AUG)
+    assert no_aug is not None and isinstance(no_aug.settle, functools.partial)
+    assert no_aug.settle.keywords["rate"] == pytest.approx(outcome.summaries[0].throughput_samples_per_s)
+    assert no_aug.settle.keywords["line"] == th.AUG_SPEEDUP_SIGNIFICANT
     late = Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True)
     _, steps, _ = drive(late, elapsed_s=24.0)  # the split run would end past diagnose's time budget
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
