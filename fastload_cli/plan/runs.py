@@ -99,10 +99,12 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     step = run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
     real = next((s for s in state.outcome.summaries if s.spec == REAL), None)
     rate = real.throughput_samples_per_s if real is not None else None
-    if spec.mode is Mode.NO_AUG and step.config is not None and step.config.settle is not None and rate:
-        # its answer is its rate against the real run's, read against the line of augmentation as the cause
+    ready = step.config
+    # no-aug's answer is its rate against the real run's, read against augmentation's line as the
+    # cause; one process's rate, where a job's is its ranks' sum
+    if spec.mode is Mode.NO_AUG and ready is not None and ready.launcher is None and ready.settle and rate:
         decided = functools.partial(settled_against, rate=rate, line=th.AUG_SPEEDUP_SIGNIFICANT)
-        step = replace(step, config=replace(step.config, settle=decided))
+        step = replace(step, config=replace(ready, settle=decided))
     return step
 
 
