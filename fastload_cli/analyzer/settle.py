@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.metrics import startup_s
@@ -48,14 +49,11 @@ def real_settled(run: Batches) -> bool:
     input-bound loop (workers oversubscribing the cores, slow records) stops there instead of
     running on to ``--max-batches`` at a slow step's pace. Not where the real run is what a
     comparison rests on (``try`` and ``sweep-workers`` hold it to ``settled``)."""
-    found = _window(run)
-    if found is None:
-        return False
-    if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
-        return True
-    steps = found[0]
-    waited = sum(s.wait_ns for s in steps) >= th.DECIDED_WAIT * sum(s.step_ns for s in steps)
-    return waited and _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES)
+
+    def mostly_waited(steps: list[LoopStep]) -> bool:
+        return sum(s.wait_ns for s in steps) >= th.DECIDED_WAIT * sum(s.step_ns for s in steps)
+
+    return _settled_or(run, mostly_waited)
 
 
 def settled_against(run: Batches, *, rate: float, line: float) -> bool:
@@ -65,16 +63,23 @@ def settled_against(run: Batches, *, rate: float, line: float) -> bool:
     precision from ``line``, so that neither run's error turns it. diagnose's no-aug run against
     ``AUG_SPEEDUP_SIGNIFICANT``: a pipeline 3x faster without its augmentation need not be known to
     4% to name augmentation the cause."""
+
+    def far_from_line(steps: list[LoopStep]) -> bool:
+        mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
+        return rate > 0 and abs(mine / rate / line - 1) >= 2 * th.DECIDED_PRECISION
+
+    return _settled_or(run, far_from_line)
+
+
+def _settled_or(run: Batches, decides: Callable[[list[LoopStep]], bool]) -> bool:
+    """The run is ``settled``, or its steady window is within ``DECIDED_PRECISION`` after
+    ``DECIDED_BATCHES`` batches and ``decides`` says that answers what the run is for."""
     found = _window(run)
     if found is None:
         return False
     if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
         return True
-    if rate <= 0 or not _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES):
-        return False
-    steps = found[0]
-    mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
-    return abs(mine / rate / line - 1) >= 2 * th.DECIDED_PRECISION
+    return _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES) and decides(found[0])
 
 
 def _window(run: Batches) -> tuple[list[LoopStep], float] | None:

@@ -97,15 +97,23 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     if skip is not None:
         return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
     step = run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+    return _against_real(state, step) if spec.mode is Mode.NO_AUG else step
+
+
+def _against_real(state: State, step: Step) -> Step:
+    """``step`` (no-aug's) stopping once its rate against the real run's is decided against
+    augmentation's line as the cause (``settle.settled_against``); not where its batches are
+    fixed, nor in a data-parallel job, whose real throughput is its ranks' sum and a rank's
+    stream one rank's."""
+    ready = step.config
+    if ready is None or ready.settle is None or ready.launcher is not None:
+        return step
     real = next((s for s in state.outcome.summaries if s.spec == REAL), None)
     rate = real.throughput_samples_per_s if real is not None else None
-    ready = step.config
-    # no-aug's answer is its rate against the real run's, read against augmentation's line as the
-    # cause; one process's rate, where a job's is its ranks' sum
-    if spec.mode is Mode.NO_AUG and ready is not None and ready.launcher is None and ready.settle and rate:
-        decided = functools.partial(settled_against, rate=rate, line=th.AUG_SPEEDUP_SIGNIFICANT)
-        step = replace(step, config=replace(ready, settle=decided))
-    return step
+    if not rate:
+        return step
+    decided = functools.partial(settled_against, rate=rate, line=th.AUG_SPEEDUP_SIGNIFICANT)
+    return replace(step, config=replace(ready, settle=decided))
 
 
 def in_turn_step(state: State, specs: Sequence[ModeSpec], config: RunConfig, part: Part = Part.MODES) -> Step:
