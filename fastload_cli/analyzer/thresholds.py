@@ -223,6 +223,10 @@ KERNEL_READS_SHARE = 0.5
 BREAKDOWN_DOMINANT = 0.5
 # A decoded dataset is worth caching in RAM when it needs at most this share of the free memory.
 RAM_CACHE_SHARE = 0.5
+# The batches' worth of samples a cached run decodes past its warm-up before its first batch: a
+# settled window's worth; a longer run serves them again. Each costs a real batch's reading and
+# decoding (2.5 s of main-process-decode's 55 batches on two cores), which the verdict waits for.
+CACHE_FILL_BATCHES = DECIDED_BATCHES
 # A resize whose input has at least this many times the pixels of the batch's images is resizing
 # large images: doing it once, offline, saves decoding and resizing them every epoch.
 RESIZE_LARGE_FACTOR = 4.0

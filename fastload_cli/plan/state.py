@@ -61,8 +61,12 @@ class State:
 
     def with_cache(self, config: RunConfig) -> RunConfig:
         """``config`` with what the cached mode (and the cache-decoded fix) may decode into memory:
-        the samples of every batch the run asks for, in at most ``cache_bound``."""
-        return config.with_child(cache_batches=config.requested_batches, cache_bytes=self.cache_bound())
+        the samples of the warm-up's batches and ``CACHE_FILL_BATCHES`` more (fewer where the run
+        asks for fewer), in at most ``cache_bound``. A run that goes on past them draws its samples
+        from those decoded again (``CachedView``): served from memory as fast as any, so filling
+        more would only add decoding time before the run's first batch."""
+        batches = min(config.requested_batches, config.warmup + th.CACHE_FILL_BATCHES)
+        return config.with_child(cache_batches=batches, cache_bytes=self.cache_bound())
 
     def sweep_limits(self, max_workers: int, grid: tuple[int, ...] | None = None) -> search.Limits:
         """The sweep's limits on this machine: its free memory now (``SWEEP_MEMORY_SHARE``)."""

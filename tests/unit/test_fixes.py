@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from fastload_cli.fixes import CudaPrefetcher, DecodedCache, GpuNormalize, ThreadPrefetcher, map_tensors, sample_nbytes
+from fastload_cli.runner.child.fixing import CachedView
 
 Pair = namedtuple("Pair", "x y")
 
@@ -149,6 +150,17 @@ def test_decoded_cache_fill_then_workers_share_it() -> None:
     loader = DataLoader(DecodedCache(Images(n=16)), batch_size=4, num_workers=2)
     unfilled = loader.dataset.dataset
     assert len(list(loader)) == 4 and unfilled.all_reads.value == 16  # without fill(), the workers read
+
+
+def test_a_cached_view_filled_with_fewer_samples_than_its_loader_draws_serves_them_again_from_memory() -> None:
+    dataset = Images(n=32, transform=lambda image: image)
+    view = CachedView(DecodedCache(dataset))
+    assert view.fill(8) == 8 and dataset.reads == [1] * 8 + [0] * 24
+    loader = DataLoader(view, batch_size=4, num_workers=2, shuffle=True)
+    images = torch.cat([x for x, _ in loader])
+    assert len(view) == 32 and images.shape == (32, 3, 4, 4)  # the epoch the script expects
+    assert dataset.all_reads.value == 8  # every sample past the first 8 was one of them, from memory
+    assert {int(image.min()) for image in images} == set(range(8))  # each image is one of theirs
 
 
 def test_decoded_cache_refuses_a_dataset_without_the_attribute() -> None:

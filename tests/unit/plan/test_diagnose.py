@@ -296,3 +296,13 @@ def test_after_a_real_run_the_script_ended_by_raising_no_setting_cache_or_breakd
     # the same script where it does not raise: settings, the cache and the breakdown measured
     _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
     assert any(label.startswith("workers=") for label in labels(steps))
+
+
+def test_a_cached_run_decodes_a_settled_windows_worth_of_samples_not_every_batch_it_may_run() -> None:
+    state = plan.at(Diagnose(DIAGNOSE_MODES, max_workers=32), Outcome(), BASE, 0.0, 8 * GIB)
+    asked = dataclasses.replace(BASE, max_batches=50)  # diagnose's default: 55 batches with the warm-up
+    cached = state.with_cache(asked.with_mode(ModeSpec(mode=Mode.CACHED))).child
+    assert cached.cache_batches == asked.warmup + th.CACHE_FILL_BATCHES < asked.requested_batches
+    assert cached.cache_bytes == int(8 * GIB * th.RAM_CACHE_SHARE)
+    short = dataclasses.replace(BASE, max_batches=4)  # a run asking for fewer decodes no more than it asks
+    assert state.with_cache(short).child.cache_batches == short.requested_batches
