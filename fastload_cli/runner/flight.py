@@ -58,6 +58,11 @@ SETTLE_COST_FACTOR = 10.0
 REACH_SHARE = 0.5
 REACH_MIN_S = 2.0
 POLL_S = 0.1
+# Once the run was asked to stop or said it is leaving, how often its exit is looked for: its
+# pipes stay open while its DataLoader workers shut down, so no event wakes the loop at its exit,
+# and every run would wait out half a POLL_S on average (a forked run's 0.13 s from its END to the
+# loop seeing it gone, 0.04-0.06 s at this pace).
+ENDING_POLL_S = 0.01
 DRAIN_S = 1.0
 
 
@@ -147,7 +152,12 @@ class Flight:
                     self.ask_stop(StopReason.TIMEOUT)
                 elif self.stop.asked_at is None and self._reach_spent():
                     self._enough(StopReason.ENOUGH_BATCHES)
-                self.pump(selector, POLL_S)
+                self.pump(selector, ENDING_POLL_S if self.ending else POLL_S)
+
+    @property
+    def ending(self) -> bool:
+        """The run was asked to stop, or said it is leaving."""
+        return self.stop.asked_at is not None or self.stop.end_seen_at is not None
 
     def selector(self) -> selectors.DefaultSelector:
         selector = selectors.DefaultSelector()
@@ -404,21 +414,6 @@ class Flight:
         if self.stop.reason is StopReason.TIMEOUT:
             return RunStatus.TIMEOUT, StopReason.TIMEOUT
         return None
-
-
-def single_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
-    """The result of a run of one process: its stop, else how it ended, as it said or as it died."""
-    c, proc = flight.collectors[0], flight.proc
-    status, reason = flight.stopped() or ended(c)
-    return flight.result_of(
-        c,
-        host,
-        gpu,
-        status=status,
-        stop_reason=reason,
-        exit_code=c.end_exit_code if c.end_exit_code is not None else proc.returncode,
-        signal_name=signal_name(proc.returncode) if c.end_reason is None else None,
-    )
 
 
 def ended(c: EventCollector) -> tuple[RunStatus, StopReason]:

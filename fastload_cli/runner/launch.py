@@ -20,7 +20,7 @@ from typing import Any
 from fastload_cli.config import RunConfig
 from fastload_cli.records import RUN_ID_ENV, RunResult, StopReason
 from fastload_cli.records.protocol import STACK_FILE_ENV
-from fastload_cli.runner.flight import Before, Flight, Observer, single_result
+from fastload_cli.runner.flight import Before, Flight, GpuReadings, HostReadings, Observer, ended, signal_name
 from fastload_cli.runner.job import job_result, start_job
 from fastload_cli.runner.processes import ignoring_interrupts, interrupts_as_flag, pass_on, terminate_strays, wait
 from fastload_cli.runner.stacks import StackProbe
@@ -98,3 +98,18 @@ def _watched(flight: Flight) -> RunResult:
     pass_on(caught)
     read = job_result if flight.config.launcher is not None else single_result
     return replace(read(flight, host, gpu), profile=profile)
+
+
+def single_result(flight: Flight, host: HostReadings, gpu: GpuReadings | None) -> RunResult:
+    """The result of a run of one process: its stop, else how it ended, as it said or as it died."""
+    c, proc = flight.collectors[0], flight.proc
+    status, reason = flight.stopped() or ended(c)
+    return flight.result_of(
+        c,
+        host,
+        gpu,
+        status=status,
+        stop_reason=reason,
+        exit_code=c.end_exit_code if c.end_exit_code is not None else proc.returncode,
+        signal_name=signal_name(proc.returncode) if c.end_reason is None else None,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -135,3 +136,41 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
     refused.feed(line(kind="substitution", loader_id=1, location="synthetic replay",
                       original="Opaque batch cannot be copied", replacement="not replayed"))  # fmt: skip
     assert flight._wanted() == 20  # nothing will be replayed: the run ends
+
+
+def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_poll() -> None:
+    """A stopped run's pipes stay open while its workers shut down: no event wakes the loop at its
+    exit, so the loop looks for it every ``ENDING_POLL_S``, not every ``POLL_S``."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    from typing import Any
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.runner import flight as flight_module
+    from fastload_cli.runner.flight import Flight, Stopping
+
+    class Proc:  # leaves at its fourth poll
+        polls = 0
+
+        def poll(self) -> int | None:
+            self.polls += 1
+            return 0 if self.polls > 4 else None
+
+    waits: list[float] = []
+
+    class Watched(Flight):  # the loop alone: no pipes, and its waits recorded
+        def selector(self) -> Any:
+            return contextlib.nullcontext()
+
+        def pump(self, selector: object, timeout_s: float) -> None:
+            waits.append(timeout_s)
+            if len(waits) == 2:
+                self.stop.asked_at = time.monotonic()  # the settle rule asked it to stop
+
+    flight = object.__new__(Watched)
+    flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", timeout_s=60.0)
+    flight.started = SimpleNamespace(proc=Proc())  # type: ignore[assignment]
+    flight.stop, flight.reaching_since = Stopping(), None
+    flight.watch()
+    assert waits == [flight_module.POLL_S] * 2 + [flight_module.ENDING_POLL_S] * 2
+    assert flight_module.ENDING_POLL_S < flight_module.POLL_S / 5
