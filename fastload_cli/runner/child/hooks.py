@@ -52,6 +52,7 @@ from fastload_cli.runner.child.clock import ThreadClock, delta
 from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import Actuator, EpochState, LoaderState, Produce, stop_if_asked
 from fastload_cli.runner.child.sites import call_site, framework_on_stack
+from fastload_cli.runner.child.workers import track_workers
 
 DATALOADER_MODULE = "torch.utils.data.dataloader"
 
@@ -158,6 +159,7 @@ class Hooks:
                 return original(loader)  # built before the patches: not measured
             iterator = hooks.mode.start_epoch(loader, state, original)
             ready = time.monotonic_ns()
+            track_workers(iterator)
             if not hasattr(iterator, "_num_yielded"):
                 return iterator  # not a DataLoader iterator we can time
             reused = getattr(iterator, "_fastload_epoch", None) is not None

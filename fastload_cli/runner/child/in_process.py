@@ -29,6 +29,7 @@ from fastload_cli.records import UNCHANGED, EventKind
 from fastload_cli.runner.child.batches import safe_len
 from fastload_cli.runner.child.modes import EpochState, LoaderState, Produce, WorkersOverride, stop_workers
 from fastload_cli.runner.child.modes import NextAsked as _Next
+from fastload_cli.runner.child.workers import track_workers
 
 IN_PROCESS_LOCATION = "DataLoader (settings in turn)"
 DEFAULT_PREFETCH = 2  # torch's own, for a loader built with none (num_workers=0) that gets workers
@@ -113,6 +114,7 @@ class InProcessSettings(WorkersOverride):
         self._next_setting(loader, state)
         remaining = max(0, (safe_len(loader) or 0) - epoch.index)
         iterator._fastload_source = _iterator_over(loader, _Rest(rest, remaining))
+        track_workers(iterator._fastload_source)
         self._mark(state, iterator._fastload_source)
 
     def _mark(self, state: LoaderState, source: Any) -> None:

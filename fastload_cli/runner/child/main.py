@@ -48,6 +48,7 @@ from fastload_cli.runner.child import hooks, modes, stacks
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import MeasurementDone, Stop, StopRun
+from fastload_cli.runner.child.workers import end_workers
 
 PR_SET_PDEATHSIG = 1
 _INTERNAL_FILES = (__file__, runpy.__file__, "<frozen runpy>")
@@ -55,10 +56,12 @@ _INTERNAL_FILES = (__file__, runpy.__file__, "<frozen runpy>")
 
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     if Stop.measured and not Stop.finished:  # another thread measured what the run was for
+        end_workers()
         raise MeasurementDone
     if Stop.finished or Stop.asked:
         return
     Stop.asked = True
+    end_workers()  # the batches they have in hand are not measured: the run's end need not wait for them
     raise StopRun
 
 

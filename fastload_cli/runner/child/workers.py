@@ -1,0 +1,55 @@
+"""Inside the child: the run's DataLoader workers, ended at once when fastload stops the run.
+
+A stopped run unwinds through the script's loop, and each DataLoader iterator it drops shuts its
+workers down as torch does (``_shutdown_workers``): it joins every worker after the batch it has
+in hand, so the run's end waits out a batch's loading (a slow sample's whole time). Nothing of
+that batch is measured. At the stop, every iterator the run started (``track_workers``) has its workers
+killed first (``end_workers``), their pids taken off torch's SIGCHLD watch beforehand so that their
+deaths raise nothing in the script; the shutdown that follows joins processes already gone.
+
+Only the stdlib (and torch's own ``signal_handling``, where torch is imported) is used here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import weakref
+from typing import Any
+
+_STARTED: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's iterators that started workers
+
+
+def track_workers(iterator: Any) -> None:
+    """Remember ``iterator`` where it started workers (an iterator without is never touched)."""
+    if getattr(iterator, "_workers", None):
+        with contextlib.suppress(TypeError):  # an object that takes no weak reference
+            _STARTED.add(iterator)
+
+
+def end_workers() -> int:
+    """Kill the workers of every tracked iterator still alive; returns how many were killed.
+    Best effort: the parent terminates whatever is left when the run has gone."""
+    killed = 0
+    for iterator in list(_STARTED):
+        _unwatch(iterator)
+        for worker in list(getattr(iterator, "_workers", ())):
+            with contextlib.suppress(Exception):  # gone already, or not a process any more
+                if worker.is_alive():
+                    os.kill(worker.pid, signal.SIGKILL)
+                    killed += 1
+    return killed
+
+
+def _unwatch(iterator: Any) -> None:
+    """Take ``iterator``'s workers off torch's SIGCHLD handler, as ``_shutdown_workers`` does
+    before it ends them, so that a killed worker is not reported as one that failed."""
+    if not getattr(iterator, "_worker_pids_set", False):
+        return
+    handling = getattr(sys.modules.get("torch.utils.data._utils"), "signal_handling", None)
+    with contextlib.suppress(Exception):
+        if handling is not None:
+            handling._remove_worker_pids(id(iterator))
+            iterator._worker_pids_set = False

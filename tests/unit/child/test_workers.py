@@ -1,0 +1,40 @@
+"""A stopped run's DataLoader workers, ended at once: a worker busy with a batch is not waited for,
+and its death is not reported by torch as a worker that failed."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from fastload_cli.runner.child import workers
+
+
+class Stalls(Dataset):
+    """Its first two items come at once; every later one takes an hour."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index >= 2:
+            time.sleep(3600)
+        return torch.zeros(2)
+
+
+def test_a_stopped_runs_workers_are_killed_in_the_batch_they_have_in_hand() -> None:
+    iterator = iter(DataLoader(Stalls(), batch_size=1, num_workers=2))
+    assert next(iterator).shape == (1, 2)  # each worker is now inside an item that takes an hour
+    procs = list(iterator._workers)  # type: ignore[attr-defined]
+    workers.track_workers(iterator)
+    workers.track_workers(iter(DataLoader(Stalls(), batch_size=1)))  # no workers: not tracked
+    assert workers.end_workers() == 2
+    for proc in procs:
+        proc.join(timeout=30)
+        assert proc.exitcode == -signal.SIGKILL
+    # torch's SIGCHLD handler no longer watches them, and the shutdown finds them gone
+    assert not iterator._worker_pids_set  # type: ignore[attr-defined]
+    iterator._shutdown_workers()  # type: ignore[attr-defined]
+    assert workers.end_workers() == 0
