@@ -225,7 +225,8 @@ BREAKDOWN_DOMINANT = 0.5
 RAM_CACHE_SHARE = 0.5
 # The batches' worth of samples a cached run decodes past its warm-up before its first batch: a
 # settled window's worth; a longer run serves them again. Each costs a real batch's reading and
-# decoding (2.5 s of main-process-decode's 55 batches on two cores), which the verdict waits for.
+# decoding, which the verdict waits for (main-process-decode's 30 more, filling 55 batches' worth
+# where 25 now: 1.9-2.9 s of a 17 s verdict on two cores).
 CACHE_FILL_BATCHES = DECIDED_BATCHES
 # A resize whose input has at least this many times the pixels of the batch's images is resizing
 # large images: doing it once, offline, saves decoding and resizing them every epoch.

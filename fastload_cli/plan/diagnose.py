@@ -236,8 +236,8 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads;
     or the ceiling reads loading as the limit where nothing in the loop could have cost it that
     (``_contradicted``). Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the
-    command's start (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled (``pooled``), and the
-    ceiling and the step's slowdown pair by pair (``Facts.pairs``)."""
+    command's start (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled
+    (``pooled``), and the ceiling and the step's slowdown pair by pair (``Facts.pairs``)."""
     f = analysis.facts
     ceiling = f.ceiling
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)

@@ -3,9 +3,10 @@
 A stopped run unwinds through the script's loop, and each DataLoader iterator it drops shuts its
 workers down as torch does (``_shutdown_workers``): it joins every worker after the batch it has
 in hand, so the run's end waits out a batch's loading (a slow sample's whole time). Nothing of
-that batch is measured. At the stop, every iterator the run started (``track_workers``) has its workers
-killed first (``end_workers``), their pids taken off torch's SIGCHLD watch beforehand so that their
-deaths raise nothing in the script; the shutdown that follows joins processes already gone.
+that batch is measured. At the stop, every iterator the run started (``track_workers``) has its
+workers killed first (``end_workers``), their pids taken off torch's SIGCHLD watch beforehand so
+that their deaths raise nothing in the script; the shutdown that follows joins processes already
+gone.
 
 Only the stdlib (and torch's own ``signal_handling``, where torch is imported) is used here.
 """
@@ -49,7 +50,8 @@ def _unwatch(iterator: Any) -> None:
     if not getattr(iterator, "_worker_pids_set", False):
         return
     handling = getattr(sys.modules.get("torch.utils.data._utils"), "signal_handling", None)
+    if handling is None:
+        return
     with contextlib.suppress(Exception):
-        if handling is not None:
-            handling._remove_worker_pids(id(iterator))
-            iterator._worker_pids_set = False
+        handling._remove_worker_pids(id(iterator))
+        iterator._worker_pids_set = False
