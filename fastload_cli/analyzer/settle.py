@@ -41,19 +41,31 @@ def settled(run: Batches) -> bool:
 
 
 def real_settled(run: Batches) -> bool:
-    """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or its verdict
-    decided: the loop waited for data at least ``DECIDED_WAIT`` of its steady time, so free inputs
-    would be at least ``1 / (1 - wait)`` as fast (2x), and the estimate is within
-    ``DECIDED_PRECISION`` after ``DECIDED_BATCHES`` steady batches: twice that error still leaves
-    the ceiling past ``CEILING_INPUT_BOUND``, and no error within it turns the verdict. A bursty
-    input-bound loop (workers oversubscribing the cores, slow records) stops there instead of
-    running on to ``--max-batches`` at a slow step's pace. Not where the real run is what a
-    comparison rests on (``try`` and ``sweep-workers`` hold it to ``settled``)."""
+    """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or its
+    estimate is within ``DECIDED_PRECISION`` after ``DECIDED_BATCHES`` steady batches: the ceiling
+    it stands for is read only once the synthetic run is measured, and only where that ceiling
+    lands within twice the real estimate's error of a line the verdict draws can more batches
+    turn the verdict; diagnose then measures the pair again (``rough_error``,
+    ``plan.diagnose.measure_again``). A bursty loop (workers fighting the step over the cores, slow
+    records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
+    where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
+    ``settled``)."""
+    found = _window(run)
+    if found is None:
+        return False
+    return _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES) or _within(
+        found, th.DECIDED_PRECISION, th.DECIDED_BATCHES
+    )
 
-    def mostly_waited(steps: list[LoopStep]) -> bool:
-        return sum(s.wait_ns for s in steps) >= th.DECIDED_WAIT * sum(s.step_ns for s in steps)
 
-    return _settled_or(run, mostly_waited)
+def rough_error(run: Batches) -> float | None:
+    """The relative error of a run's estimate where it ended short of ``settled`` (stopped by
+    ``real_settled``'s looser rule, or at ``--max-batches``); None where it settled, or where no
+    error can be read."""
+    found = _window(run)
+    if found is None or _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
+        return None
+    return found[1]
 
 
 def settled_against(run: Batches, *, rate: float, line: float) -> bool:

@@ -104,12 +104,11 @@ TIME_LIMIT_BATCHES = MIN_STEADY_BATCHES
 SETTLE_PRECISION = 0.04
 # ... and never before its window holds this many rounds of every worker (and MIN_STEADY_BATCHES).
 SETTLE_ROUNDS = 4
-# A real run whose loop waited for data this share of its steady time stops once its estimate is
-# within DECIDED_PRECISION after DECIDED_BATCHES steady batches: free inputs would make it at least
-# 1 / (1 - wait) = 2x faster, and twice that error (2 / 1.2 = 1.67x) still clears
-# CEILING_INPUT_BOUND, so no more batches could turn the verdict. The batches are twice the
-# least a window may hold, which leaves the delivery pathologies a few rounds of stalls to read.
-DECIDED_WAIT = 0.5
+# diagnose's real run stops once its estimate is within DECIDED_PRECISION after DECIDED_BATCHES
+# steady batches: its ceiling is read against the verdict's lines only after the synthetic run, and
+# where it lands within twice that error of one (1.15x, 1.5x), the pair is measured again; anywhere
+# else no more batches could turn the verdict. The batches are twice the least a window may hold,
+# which leaves the delivery pathologies a few rounds of stalls to read.
 DECIDED_PRECISION = 0.10
 DECIDED_BATCHES = 2 * MIN_STEADY_BATCHES
 # ... nor before it has started as many epochs as its requested batches span, up to this many,

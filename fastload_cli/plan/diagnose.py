@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.settle import rough_error
 from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
@@ -37,6 +38,7 @@ from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunRes
 
 NOT_INPUT_BOUND = "loading is not the limit"
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
+LINES = (th.CEILING_COMPUTE_BOUND, th.CEILING_INPUT_BOUND)  # the lines the verdict draws on the ceiling
 EPOCH_PAIRS_ROUND = 4  # runs in a round of whole-epoch pairs (own, fewer, fewer, own)
 
 
@@ -235,9 +237,11 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     the step as the limit while the training process got its CPU back with free inputs on full
     cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads;
     or the ceiling reads loading as the limit where nothing in the loop could have cost it that
-    (``_contradicted``). Once, and only while the pair would end within ``AGAIN_BUDGET_S`` of the
-    command's start (``elapsed_s`` ago): the verdict then reads each mode's two runs pooled
-    (``pooled``), and the ceiling and the step's slowdown pair by pair (``Facts.pairs``)."""
+    (``_contradicted``); or a real run that stopped short of settling left the ceiling within
+    twice its error of a line (``_rough_near_line``). Once, and only while the pair would end
+    within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago): the verdict then reads
+    each mode's two runs pooled (``pooled``), and the ceiling and the step's slowdown pair by pair
+    (``Facts.pairs``)."""
     f = analysis.facts
     ceiling = f.ceiling
     pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)
@@ -252,7 +256,7 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None
-    return _contradicted(f, ceiling) or _near_line(f, ceiling)
+    return _contradicted(f, ceiling) or _near_line(f, ceiling) or _rough_near_line(done, ceiling)
 
 
 def _contradicted(f: Facts, ceiling: float) -> str | None:
@@ -283,6 +287,24 @@ def _near_line(f: Facts, ceiling: float) -> str | None:
     return (
         f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "
         f"{th.CEILING_COMPUTE_BOUND:.2f}x: measuring real and synthetic again."
+    )
+
+
+def _rough_near_line(done: Sequence[RunResult], ceiling: float) -> str | None:
+    """Why a ceiling read from a real run that stopped short of settling (``settle.real_settled``'s
+    looser rule, or ``--max-batches``) is measured again, or None: it lies within twice the real
+    estimate's error (``settle.rough_error``) of a line the verdict draws on the ceiling, where
+    more batches could have turned the verdict."""
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    error = rough_error(real) if real is not None else None
+    if error is None:
+        return None
+    line = next((x for x in LINES if abs(ceiling / x - 1) < 2 * error), None)
+    if line is None:
+        return None
+    return (
+        f"The ceiling, {ceiling:.2f}x, is within twice the real run's error (±{100 * error:.0f}%) of {line:.2f}x: "
+        "measuring real and synthetic again."
     )
 
 

@@ -7,7 +7,14 @@ import dataclasses
 
 import pytest
 
-from fastload_cli.analyzer.settle import epoch_end_near, real_settled, relative_error, settled, settled_against
+from fastload_cli.analyzer.settle import (
+    epoch_end_near,
+    real_settled,
+    relative_error,
+    rough_error,
+    settled,
+    settled_against,
+)
 from fastload_cli.analyzer.window import steady_steps
 from fastload_cli.records import IteratorInfo, Streamed
 from tests.unit import builders as b
@@ -56,19 +63,29 @@ def test_a_bursty_loop_runs_on() -> None:
     assert not settled(streamed(bursty))
 
 
-def test_a_bursty_loop_that_mostly_waits_is_decided_before_it_settles() -> None:
+def test_a_bursty_real_run_is_decided_at_the_floor_of_batches_whatever_it_waits() -> None:
     # steps alternate 200 and 400 ms (rates 160 and 80 samples/s, a relative deviation of about
-    # 0.34), 40 ms of each compute: the loop waits 520 of every 600 ms (87%), so free inputs would
-    # be at least 7x faster. The error is 0.34 / sqrt(n): 0.076 at 20 steady steps, 0.048 at 50,
-    # never within 4%, within 10% from 12 on; the verdict is decided at the floor of 20 batches
+    # 0.34), 40 ms of each compute: the loop waits 520 of every 600 ms (87%). The error is
+    # 0.34 / sqrt(n): 0.076 at 20 steady steps, 0.048 at 50, never within 4%, within 10% from 12
+    # on; the real run hands over at the floor of 20 batches
     waiting = b.batches([160, 360] * 27, 40)
     assert not settled(streamed(waiting))
     assert not real_settled(streamed(waiting[: 2 + 19]))  # 19 steady steps: under the floor
     assert real_settled(streamed(waiting[: 2 + 20]))
-    # the same steps with the wait and the compute swapped: the loop waits 13%, the ceiling could
-    # be anywhere near the lines, and the estimate must settle as any other's
+    # the same steps with the wait and the compute swapped: the loop waits 13%, and its ceiling
+    # could land anywhere; it hands over at the same floor, the error it stopped at left for
+    # diagnose to measure the pair again by where the ceiling lands
     computing = b.batches([40] * 54, [160, 360] * 27)
-    assert not real_settled(streamed(computing))
+    assert not real_settled(streamed(computing[: 2 + 19]))
+    assert real_settled(streamed(computing[: 2 + 20]))
+    assert rough_error(streamed(computing[: 2 + 20])) == pytest.approx(0.076, abs=0.005)
+
+
+def test_a_settled_run_has_no_rough_error() -> None:
+    regular = b.batches([0] * 14, 1000)
+    assert rough_error(streamed(regular[:12])) is None  # settled at 10 steady steps
+    assert rough_error(streamed(regular[:11])) == 0.0  # 9 steps, short of the floor, all alike
+    assert rough_error(streamed(regular[:3])) is None  # 1 step: no error to read
 
 
 def test_a_run_compared_with_the_real_one_is_decided_once_its_ratio_is_far_from_the_line() -> None:
