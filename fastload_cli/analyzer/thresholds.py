@@ -308,6 +308,9 @@ DUPLICATES_MIN = 2
 # workers oversubscribe when most of them run more than one computing thread and all their
 # computing threads (the main process's loop counted as one) outnumber the cores.
 THREAD_BUSY_CORE = 0.10
+# ... read over at least this long: a thread's CPU time moves in clock ticks (10 ms), and one tick
+# over half a second is 2% of a core, where over a tenth of a second it alone is the line.
+THREAD_READ_MIN_S = 0.5
 # Memory growth: a worker's unique memory grows by at least MEMORY_GROWTH_MIN_BYTES after warm-up,
 # keeping at least MEMORY_GROWTH_RETAINED of the pages it faulted in (copy-on-write keeps them all; a
 # buffer mapped and freed every batch keeps none) while its faults grew steadily (a straight line

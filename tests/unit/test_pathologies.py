@@ -266,6 +266,17 @@ def test_one_computing_thread_per_worker_is_not_oversubscription() -> None:
     assert PathologyKind.THREAD_OVERSUBSCRIPTION not in kinds(sampled(threads=(0.9, 0.05)))
 
 
+def test_threads_read_over_too_short_a_window_are_not_counted() -> None:
+    # a GPU-fast loop's window of 14 steps, 0.35 s: thread times move in 10 ms clock ticks, so a
+    # feeder thread's few percent can read as 10% of a core there; nothing is said on such a reading
+    short = real([5.0] * 16, workers=2, compute_ms=20.0)
+    quick = dataclasses.replace(short, host_samples=processes(short.ended_ns, threads=(0.6, 0.5), every_ns=50_000_000))
+    assert PathologyKind.THREAD_OVERSUBSCRIPTION not in kinds(quick)
+    longer = real([5.0] * 40, workers=2, compute_ms=20.0)  # 38 steps, 0.95 s: read
+    read = dataclasses.replace(longer, host_samples=processes(longer.ended_ns, threads=(0.6, 0.5), every_ns=50_000_000))
+    assert PathologyKind.THREAD_OVERSUBSCRIPTION in kinds(read)
+
+
 def test_stalls_beside_workers_that_oversubscribe_the_cores_are_not_slow_samples() -> None:
     # two workers on 2 threads each fight over 2 cores: the loop stalls 2 s now and then with the
     # other worker's batch ready behind, as slow samples would stall it. Those stalls are the

@@ -37,9 +37,9 @@ def worker_series(samples: Sequence[HostSample], window: tuple[int, int]) -> dic
 
 def busy_threads(series: Series) -> int | None:
     """Threads of one process that computed (``THREAD_BUSY_CORE`` of a core or more) between its
-    first and last per-thread readings."""
+    first and last per-thread readings; None where those are under ``THREAD_READ_MIN_S`` apart."""
     read = [(t, dict(p.thread_cpu_s)) for t, p in series if p.thread_cpu_s]
-    if len(read) < 2 or read[-1][0] <= read[0][0]:
+    if len(read) < 2 or read[-1][0] - read[0][0] < th.THREAD_READ_MIN_S * NS:
         return None
     (t0, first), (t1, last) = read[0], read[-1]
     seconds = (t1 - t0) / NS
