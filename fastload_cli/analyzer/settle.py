@@ -41,31 +41,21 @@ def settled(run: Batches) -> bool:
 
 
 def real_settled(run: Batches) -> bool:
-    """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or after
-    ``DECIDED_BATCHES`` steady batches its estimate is within ``DECIDED_PRECISION`` or its wait
-    already puts the ceiling past the lines (``_past_the_lines``). The ceiling the run stands for
-    is read only once the synthetic run is measured, and only where it lands within twice the real
-    estimate's error of a line the verdict draws can more batches turn the verdict; diagnose then
-    measures the pair again (``rough_error``, ``plan.diagnose.measure_again``). A bursty loop
-    (workers fighting the step over the cores, slow records) stops there instead of running on to
-    ``--max-batches`` at a slow step's pace. Not where the real run is what a comparison rests on
-    (``try`` and ``sweep-workers`` hold it to ``settled``)."""
+    """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or its
+    estimate is within ``DECIDED_PRECISION`` after ``DECIDED_BATCHES`` steady batches: the ceiling
+    it stands for is read only once the synthetic run is measured, and only where that ceiling
+    lands within twice the real estimate's error of a line the verdict draws can more batches
+    turn the verdict; diagnose then measures the pair again (``rough_error``,
+    ``plan.diagnose.measure_again``). A bursty loop (workers fighting the step over the cores, slow
+    records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
+    where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
+    ``settled``)."""
     found = _window(run)
     if found is None:
         return False
-    if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
-        return True
-    steps, error = found
-    return len(steps) >= th.DECIDED_BATCHES and (error <= th.DECIDED_PRECISION or _past_the_lines(steps, error))
-
-
-def _past_the_lines(steps: list[LoopStep], error: float) -> bool:
-    """The loop waited for data so much of its steady time that free inputs would make it at
-    least ``1 / (1 - wait)`` as fast, and that floor clears ``CEILING_INPUT_BOUND`` by twice the
-    estimate's error: however rough the estimate, the ceiling lands past every line the verdict
-    draws (waiting 88% of the time, free inputs would be at least 8.3x as fast)."""
-    waited = sum(s.wait_ns for s in steps) / max(1, sum(s.step_ns for s in steps))
-    return waited < 1 and 1 / (1 - waited) >= th.CEILING_INPUT_BOUND * (1 + 2 * error)
+    return _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES) or _within(
+        found, th.DECIDED_PRECISION, th.DECIDED_BATCHES
+    )
 
 
 def rough_error(run: Batches) -> float | None:
