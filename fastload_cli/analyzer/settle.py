@@ -50,12 +50,7 @@ def real_settled(run: Batches) -> bool:
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
     ``settled``)."""
-    found = _window(run)
-    if found is None:
-        return False
-    return _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES) or _within(
-        found, th.DECIDED_PRECISION, th.DECIDED_BATCHES
-    )
+    return _settled_or(run, lambda _steps: True)
 
 
 def rough_error(run: Batches) -> float | None:
