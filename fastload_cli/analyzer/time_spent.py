@@ -2,7 +2,8 @@
 
 Each process of the script is cut into its start (to its first ``iter()``), its warm-up (to its
 first measured window; the gaps between an in-process run's settings), its measured windows, and
-its end (the stop, an epoch's end waited for, the shutdown): ``of_run``. ``account`` adds the
+its end (the stop, an epoch's end waited for, the shutdown), and the breakdown where one was
+timed inside it (a real+synthetic run's, at its switch): ``of_run``. ``account`` adds the
 runs up against the command's total and the measuring limit: one start of the script and
 ``TIME_LIMIT_BATCHES`` steady batches of each mode compared at its own step time.
 """
@@ -40,7 +41,8 @@ def of_run(run: RunResult, measured: Sequence[tuple[int, int]], *, again: bool =
     inside = [(max(a, first), min(b, run.ended_ns)) for a, b in measured if b > a]
     window = sum(max(0, b - a) for a, b in inside)
     end = run.ended_ns - max((b for _, b in inside), default=run.ended_ns) if inside else wall - start
-    warmup = max(0, wall - start - window - end)
+    timing = 0 if breakdown else min(run.breakdown_ns, max(0, wall - start - window - end))
+    warmup = max(0, wall - start - window - end - timing)
     return RunTime(
         start_s=start / NS,
         warmup_s=warmup / NS,
@@ -48,6 +50,7 @@ def of_run(run: RunResult, measured: Sequence[tuple[int, int]], *, again: bool =
         end_s=end / NS,
         again=again,
         breakdown=breakdown,
+        breakdown_s=timing / NS,
     )
 
 
@@ -62,7 +65,7 @@ def account(times: Sequence[RunTime], summaries: Sequence[RunSummary], total_s: 
         measured_s=sum(t.measured_s for t in runs),
         ends_s=sum(t.end_s for t in runs),
         again_s=sum(t.wall_s for t in runs if t.again),
-        breakdown_s=sum(t.wall_s for t in times if t.breakdown),
+        breakdown_s=sum(t.wall_s for t in times if t.breakdown) + sum(t.breakdown_s for t in runs),
         limit_s=limit_s(times, summaries),
     )
 

@@ -17,7 +17,13 @@ from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.settle import rough_error
 from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
-from fastload_cli.config import AGAIN_BUDGET_S, DEFAULT_FOLLOW_UP_BUDGET_S, DEFAULT_SWEEP_BATCHES, RunConfig
+from fastload_cli.config import (
+    AGAIN_BUDGET_S,
+    DEFAULT_BREAKDOWN_ITEMS,
+    DEFAULT_FOLLOW_UP_BUDGET_S,
+    DEFAULT_SWEEP_BATCHES,
+    RunConfig,
+)
 from fastload_cli.formatting import pct
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
@@ -88,7 +94,7 @@ class Diagnose:
         spec = self.modes[done]
         if self.follow_ups and split_first(state, spec):
             return split_step(state, Part.MODES, Keep.SPLIT_MODES)
-        return in_turn_step(state, self.modes[done:], self._config(state, spec))
+        return timing_loading(state, in_turn_step(state, self.modes[done:], self._config(state, spec)))
 
     def _split(self, state: State) -> Step | None:
         if not wants_split(self.modes) or state.taken(Part.SPLIT) or state.outcome.split_run is not None:
@@ -101,7 +107,7 @@ class Diagnose:
             why = measure_again(state.analysis, state.runs, state.elapsed_s)
             if why is None:
                 return None
-            step = in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), Part.AGAIN)
+            step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), Part.AGAIN))
             return replace(step, notes=((None, why), *step.notes))
         done = covered(taken)
         if done < len(AGAIN):
@@ -158,7 +164,19 @@ class Diagnose:
     def _breakdown(self, state: State) -> Step | None:
         if not decided(state).breakdown or state.taken(Part.BREAKDOWN):
             return None
+        if state.outcome.held_breakdown is not None:  # timed at a real+synthetic run's switch
+            return Step(part=Part.BREAKDOWN, keep=Keep.BREAKDOWN)
         return breakdown_step(self.runs_from(state))
+
+
+def timing_loading(state: State, step: Step) -> Step:
+    """``step``, where it runs real, then synthetic, in one run of the script (``Keep.MODES_IN_TURN``)
+    and no breakdown was timed yet, asking that run to time each loading step at its switch
+    (``DEFAULT_BREAKDOWN_ITEMS``): the breakdown a cpu verdict asks for then needs no run of
+    its own, and a run whose verdict does not ask for it pays what ``RIDE_BUDGET_S`` allows."""
+    if step.keep is not Keep.MODES_IN_TURN or step.config is None or state.outcome.held_breakdown is not None:
+        return step
+    return replace(step, config=step.config.with_child(breakdown_items=DEFAULT_BREAKDOWN_ITEMS))
 
 
 def decided(state: State) -> Step:

@@ -22,7 +22,10 @@ class Outcome:
     measured: tuple[Measured, ...] = ()
     taken: tuple[Step, ...] = ()
     interrupted: bool = False
-    breakdown: Breakdown | None = None  # the breakdown run's measurement, when one ran
+    breakdown: Breakdown | None = None  # the breakdown's measurement, once the plan asked for it
+    # The breakdown a run of modes timed at its switch (real+synthetic), held until the plan asks
+    # for the breakdown (``breakdown`` then), so that what is decided before does not read it.
+    held_breakdown: Breakdown | None = None
     limits: search.Limits | None = None  # the num_workers sweep's limits, when a sweep ran
     in_process_short: bool = False  # an in-process run gave fewer settings their turn than it asked
     fixes: tuple[FixSpec, ...] = ()  # ``try``: the fixes asked for, refused ones included
@@ -54,7 +57,8 @@ def recorded(
 ) -> Outcome:
     """``outcome`` with ``step`` taken: its run (``found``, measured, or ``raw``, a breakdown run's)
     joined as the step says, what it sets, and where the run's time went (``superseded``: a run the
-    step made and measured again, a disturbed one)."""
+    step made and measured again, a disturbed one). A breakdown step without a run takes the
+    breakdown a run of modes timed (``held_breakdown``)."""
     run = found.run if found is not None else raw
     cut: tuple[RunResult, ...] = () if run is None else _cut(step, run)
     if step.then is not None and len(cut) < 2:  # its first mode alone was measured: the next is still to come
@@ -65,11 +69,13 @@ def recorded(
     if step.unverified:
         done = replace(done, unverified=step.unverified)
     if run is None:
-        return done
+        return replace(done, breakdown=outcome.held_breakdown) if step.keep is Keep.BREAKDOWN else done
     done = _timed(done, step, run, cut, superseded)
     interrupted = run.status is RunStatus.INTERRUPTED
     if step.keep is Keep.BREAKDOWN:
         return replace(done, breakdown=None if interrupted else _breakdown(run), interrupted=interrupted)
+    if run.breakdown is not None and done.held_breakdown is None:
+        done = replace(done, held_breakdown=run.breakdown)
     if step.keep is Keep.SPLIT:
         return replace(done, split_run=run, interrupted=interrupted)
     if step.keep is Keep.SPLIT_MODES:

@@ -349,7 +349,8 @@ class RunResult:
     host_samples: tuple[HostSample, ...] = ()
     host_health: SamplerHealth | None = None
     gpu_health: SamplerHealth | None = None  # NVML fields that could not be read, and why
-    breakdown: Breakdown | None = None  # the breakdown run's measurement
+    breakdown: Breakdown | None = None  # the breakdown run's measurement, or one timed inside a run of modes
+    breakdown_ns: int = 0  # the time timing it took (inside a run of modes: no window's, no warm-up's)
     phases: tuple[PhaseMark, ...] = ()  # the split run: where each pipeline took its turn
     memory_available_bytes: int | None = None  # memory free for new processes when the run started
     profile: Profile | None = None  # py-spy samples of the loading processes, when asked for

@@ -30,7 +30,8 @@ class RunTime:
     end_s: float
     again: bool = False  # it measured again what an earlier run measured, or a later one did
     breakdown: bool = False  # the breakdown's run: no window, each loading step timed
+    breakdown_s: float = 0.0  # a run of modes: the breakdown timed inside it, between its windows
 
     @property
     def wall_s(self) -> float:
-        return self.start_s + self.warmup_s + self.measured_s + self.end_s
+        return self.start_s + self.warmup_s + self.measured_s + self.end_s + self.breakdown_s

@@ -344,7 +344,7 @@ class TimeSpent:
     measured_s: float  # the measured windows
     ends_s: float  # after the windows: the stop, an epoch's end waited for, the shutdown
     again_s: float  # of the runs' time, the runs that measured again what another run measured
-    breakdown_s: float  # the breakdown's run
+    breakdown_s: float  # the breakdown: its own run, or its time inside a run of modes
     # One start of the script and ``LIMIT_BATCHES`` steady batches of each mode compared at its own
     # step time: what measuring the verdict's comparisons takes at least.
     limit_s: float | None

@@ -44,6 +44,7 @@ class EventCollector:
     end_ns: int | None = None
     schedstat: bool = False
     breakdown: Breakdown | None = None
+    breakdown_ns: int = 0  # the time timing it took
     phases: list[PhaseMark] = field(default_factory=list)
     hello: bool = False
     pid: int | None = None
@@ -167,6 +168,7 @@ class EventCollector:
 
     def _on_breakdown(self, e: dict[str, Any]) -> None:
         self.breakdown = breakdown_record(e)
+        self.breakdown_ns = int(e.get("spent_ns") or 0)
 
     def _on_phase(self, e: dict[str, Any]) -> None:
         self.phases.append(build(PhaseMark, e))

@@ -386,6 +386,7 @@ class Flight:
             gpu_samples=gpu_samples,
             gpu_health=gpu_health,
             breakdown=c.breakdown,
+            breakdown_ns=c.breakdown_ns,
             phases=tuple(c.phases),
             gpu_unavailable=gpu_unavailable,
             schedstat=c.schedstat,

@@ -39,6 +39,17 @@ def test_a_run_is_its_start_its_warm_up_its_window_and_its_end() -> None:
     assert time_spent.windows([run]) == [window]
 
 
+def test_a_breakdown_timed_inside_a_run_is_the_breakdowns_time_not_its_warm_ups() -> None:
+    run = dataclasses.replace(timed_run(), breakdown_ns=100 * MS)  # timed between its windows
+    steps = steady_steps(run)
+    window = (steps[0].previous_end_ns, steps[-1].end_ns)
+    plain, found = time_spent.of_run(timed_run(), [window]), time_spent.of_run(run, [window])
+    assert found.breakdown_s == pytest.approx(0.1) and found.warmup_s == pytest.approx(plain.warmup_s - 0.1)
+    assert found.wall_s == pytest.approx(plain.wall_s)
+    spent = time_spent.account([found], [b.summary("real")], total_s=3.0)
+    assert spent.breakdown_s == pytest.approx(0.1) and spent.warmups_s == pytest.approx(found.warmup_s)
+
+
 def test_a_run_that_never_iterated_was_all_start() -> None:
     run = dataclasses.replace(b.run("real", []), started_ns=0, ended_ns=2_000 * MS, iterators=())
     found = time_spent.of_run(run, [])

@@ -6,7 +6,8 @@ instrumented in place: each step of a ``Compose`` (nested ones step by step; ``R
 is loaded with ``dataset[i]`` in this process, under the conditions workers run them (one torch
 thread when the loader has workers), and collated in batches as the loader would. What
 ``__getitem__`` spent outside the timed steps is its own work: reading and decoding. The
-pipelines are restored before the script goes on (it does not: the breakdown run ends here).
+pipelines are restored before the script goes on (the breakdown's own run ends there; a
+real+synthetic run goes on with its replays).
 
 Only the stdlib is imported; torch is reached through the loader it is given.
 """
@@ -25,6 +26,7 @@ from fastload_cli.runner.child import transforms
 STEP_CONTAINERS = frozenset({"Compose", "Sequential"})
 GETITEM_NAME = "read and decode (rest of __getitem__)"
 COLLATE_NAME = "collate"
+MIN_ITEMS = 16  # samples timed before a budget may end the breakdown
 
 
 @dataclass(slots=True)
@@ -152,8 +154,10 @@ def _rebuild_standard_transform(dataset: Any, found: Instrumented) -> None:
     dataset.transforms = rebuilt
 
 
-def measure(loader: Any, items: int, torch: Any) -> dict[str, Any]:
-    """Time ``items`` samples of ``loader``'s dataset, step by step; the BREAKDOWN event's fields."""
+def measure(loader: Any, items: int, torch: Any, budget_s: float | None = None) -> dict[str, Any]:
+    """Time ``items`` samples of ``loader``'s dataset, step by step; the BREAKDOWN event's fields.
+    With ``budget_s``, no sample is started after that long once ``MIN_ITEMS`` are timed: the
+    samples, spread over the dataset, are taken coarse first, so that those timed are too."""
     dataset = loader.dataset
     if loader._dataset_kind == 1:
         return {"unavailable": "an IterableDataset has no items to load one by one"}
@@ -163,24 +167,20 @@ def measure(loader: Any, items: int, torch: Any) -> dict[str, Any]:
         return {"unavailable": "the dataset has no length"}
     if length == 0:
         return {"unavailable": "the dataset is empty"}
-    indices = sorted({int(i * length / items) for i in range(min(items, length))})
+    indices = _coarse_first(sorted({int(i * length / items) for i in range(min(items, length))}))
     threads = torch.get_num_threads()
     one_thread = loader.num_workers > 0  # workers run with one torch thread
     found = instrument(dataset)
-    loaded, total_ns = [], 0
     try:
         if one_thread:
             torch.set_num_threads(1)
-        for index in indices:
-            start = time.perf_counter_ns()
-            loaded.append(dataset[index])
-            total_ns += time.perf_counter_ns() - start
+        loaded, total_ns = _load(dataset, indices, budget_s)
         collate_ns, collated = _collate(loader, loaded)
     finally:
         found.restore()
         if one_thread:
             torch.set_num_threads(threads)
-    n = len(indices)
+    n = len(loaded)
     steps = [
         {
             "name": t.name,
@@ -201,6 +201,36 @@ def measure(loader: Any, items: int, torch: Any) -> dict[str, Any]:
             {"name": COLLATE_NAME, "location": "loader.collate_fn", "kind": "collate", "ns_per_sample": per_sample}
         )
     return {"items": n, "threads": 1 if one_thread else threads, "steps": steps}
+
+
+def _load(dataset: Any, indices: list[int], budget_s: float | None) -> tuple[list[Any], int]:
+    """The items at ``indices``, in order, and the time loading them took; with ``budget_s``, none
+    started after that long once ``MIN_ITEMS`` are loaded."""
+    deadline = None if budget_s is None else time.perf_counter_ns() + int(budget_s * 1e9)
+    loaded: list[Any] = []
+    total_ns = 0
+    for index in indices:
+        start = time.perf_counter_ns()
+        if deadline is not None and start > deadline and len(loaded) >= MIN_ITEMS:
+            break
+        loaded.append(dataset[index])
+        total_ns += time.perf_counter_ns() - start
+    return loaded, total_ns
+
+
+def _coarse_first(indices: list[int]) -> list[int]:
+    """``indices`` reordered so that each prefix spreads over them all: every 2^k-th first, then
+    those halfway between, and so on."""
+    order: list[int] = []
+    taken: set[int] = set()
+    stride = 1 << max(0, len(indices) - 1).bit_length()
+    while stride:
+        for position in range(0, len(indices), stride):
+            if position not in taken:
+                taken.add(position)
+                order.append(indices[position])
+        stride //= 2
+    return order
 
 
 def _collate(loader: Any, loaded: list[Any]) -> tuple[int, int]:

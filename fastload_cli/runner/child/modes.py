@@ -19,6 +19,8 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,6 +30,10 @@ from fastload_cli.records.protocol import STOP_SIGNAL
 from fastload_cli.runner.child import breakdown, samples, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len, to_cuda
 from fastload_cli.runner.child.channel import Channel
+
+# The breakdown timed at a real+synthetic run's switch stops taking samples after this long, once
+# it has ``breakdown.MIN_ITEMS``: a run whose verdict does not ask for it pays at most this.
+RIDE_BUDGET_S = 2.0
 
 
 class MeasurementDone(BaseException):
@@ -247,6 +253,10 @@ class SyntheticReplay(Actuator):
             self.channel.substitution(loader.loader_id, SYNTHETIC_LOCATION, why, "not replayed: this loader stays real")
             return
         stop_workers(iterator)
+        self.switched(loader)
+
+    def switched(self, loader: LoaderState) -> None:
+        """``loader``'s replays begin at its next batch; its workers are shut down."""
 
     def kept(self, batch: Any) -> Any:
         """The copy of ``batch`` that is replayed."""
@@ -271,11 +281,29 @@ class RealThenReplay(SyntheticReplay):
     """``real+synthetic``: the script as it is until the parent says the real window has what it
     needs (``NEXT_SIGNAL``); then the synthetic replay, as ``synthetic`` makes it, from the batch
     after: the next batch delivered is cached, the workers are shut down, and every batch after
-    it, later epochs included, is a copy of it."""
+    it, later epochs included, is a copy of it.
+
+    Where the run asks for the breakdown (``ChildSpec.breakdown_items``), each loading step of the
+    switched loader is timed at the switch, in the main thread, before the first replay is asked
+    for: inside the step that shuts the workers down, which neither window counts, at most
+    ``RIDE_BUDGET_S`` long; the breakdown's own run of the script is then not needed."""
+
+    _loaders: dict[int, weakref.ref[Any]] = field(default_factory=dict)  # loader id -> the loader, for the breakdown
 
     @property
     def switch_at(self) -> int:
         return 1 if NextAsked.asked else sys.maxsize
+
+    def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
+        if self.spec.breakdown_items:
+            self._loaders.setdefault(state.loader_id, weakref.ref(loader))
+        return super().start_epoch(loader, state, original)
+
+    def switched(self, loader: LoaderState) -> None:
+        ref, self._loaders = self._loaders.get(loader.loader_id), {}  # the first loader switched, once
+        found = ref() if ref is not None else None
+        if found is not None and threading.current_thread() is threading.main_thread():
+            time_loading(self.channel, found, loader.loader_id, self.spec.breakdown_items, RIDE_BUDGET_S)
 
 
 @dataclass
@@ -305,11 +333,7 @@ class BreakdownRun(Actuator):
     step on a sample of items in-process, report it, and end the script."""
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
-        try:
-            fields = breakdown.measure(loader, self.spec.breakdown_items, sys.modules["torch"])
-        except Exception as exc:  # the dataset resisted being timed: say so
-            fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
-        self.channel.emit(EventKind.BREAKDOWN, loader_id=state.loader_id, **fields)
+        time_loading(self.channel, loader, state.loader_id, self.spec.breakdown_items)
         if threading.current_thread() is not threading.main_thread():
             # A loader iterated in a background thread (a prefetcher): the main thread waits on a
             # queue this thread will never fill, and a stop fastload sent may have been swallowed
@@ -317,6 +341,17 @@ class BreakdownRun(Actuator):
             Stop.measured = True
             signal.pthread_kill(threading.main_thread().ident or 0, STOP_SIGNAL)
         raise MeasurementDone
+
+
+def time_loading(channel: Channel, loader: Any, loader_id: int, items: int, budget_s: float | None = None) -> None:
+    """Time each loading step of ``loader`` on ``items`` samples (``breakdown.measure``, within
+    ``budget_s``) and report it, with the time it took; a dataset that resists being timed, why."""
+    started = time.monotonic_ns()
+    try:
+        fields = breakdown.measure(loader, items, sys.modules["torch"], budget_s)
+    except Exception as exc:  # the dataset resisted being timed: say so
+        fields = {"unavailable": f"{type(exc).__name__}: {exc}"}
+    channel.emit(EventKind.BREAKDOWN, loader_id=loader_id, spent_ns=time.monotonic_ns() - started, **fields)
 
 
 ACTUATORS: dict[Mode, type[Actuator]] = {

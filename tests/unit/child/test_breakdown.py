@@ -207,3 +207,30 @@ def test_collate_is_timed_per_batch_without_what_the_first_call_pays_once() -> N
     per_sample = {s["name"]: s["ns_per_sample"] for s in fields["steps"]}["collate"]
     assert per_sample < 2e6  # 40 ms over 8 samples would be 5 ms each
     assert sum(calls[1:]) == 8  # every sample collated, timed
+
+
+class Counted(Dataset):
+    """64 items of 3 ms each, the indices read kept."""
+
+    def __init__(self) -> None:
+        self.read: list[int] = []
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int):
+        self.read.append(i)
+        time.sleep(0.003)
+        return torch.zeros(4), i
+
+
+def test_a_budget_ends_the_breakdown_with_its_samples_spread_over_the_dataset() -> None:
+    dataset = Counted()
+    fields = breakdown.measure(DataLoader(dataset, batch_size=4), 64, torch, budget_s=0.01)
+    # at least MIN_ITEMS are timed, however short the budget; not all 64 of them
+    assert fields["items"] == len(dataset.read) and breakdown.MIN_ITEMS <= len(dataset.read) < 64
+    assert max(dataset.read) >= 48 and min(dataset.read) == 0  # across the dataset, not its first quarter
+    by_name = {s["name"]: s for s in fields["steps"]}
+    assert by_name[breakdown.GETITEM_NAME]["ns_per_sample"] >= 3e6  # per item timed, not per item asked for
+    dataset.read.clear()
+    assert breakdown.measure(DataLoader(dataset, batch_size=4), 64, torch)["items"] == 64  # no budget: all

@@ -13,7 +13,7 @@ import pytest
 from fastload_cli import plan
 from fastload_cli.analyzer import search
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.config import DIAGNOSE_MODES, RunConfig
+from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups
 from fastload_cli.plan import state as plan_state
 from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult, RunStatus, ScriptError, StopReason
@@ -260,6 +260,62 @@ def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_b
         if diagnose.within_budget(dataclasses.replace(state, elapsed_s=e), limits)
     ]
     assert max(pairs) <= limits.budget_s - diagnose.reserved_s(state) - 4 * follow_ups.median_run_s(state)
+
+
+HELD = Breakdown(loader_id=1, items=64, threads=1, ms_per_sample=3.0, steps=())
+
+
+def timing_at_the_switch(measure: Callable[[RunConfig], RunResult] = pipeline) -> Callable[[RunConfig], RunResult]:
+    """``measure``'s script whose real+synthetic runs time the breakdown at their switch where
+    asked (``ChildSpec.breakdown_items``), which takes 0.1 s."""
+
+    def timing(config: RunConfig) -> RunResult:
+        found = measure(config)
+        if config.spec.mode is not Mode.REAL_SYNTHETIC or not config.child.breakdown_items:
+            return found
+        return dataclasses.replace(found, breakdown=HELD, breakdown_ns=100_000_000)
+
+    return timing
+
+
+def step_bound(config: RunConfig) -> RunResult:
+    """A script whose 40 ms step is the limit: its loop waits half a millisecond for each batch,
+    with free inputs or not; its two workers are nearly idle."""
+    spec = config.spec
+    if spec.mode is Mode.REAL_SYNTHETIC:
+        return b.in_turn(*(step_bound(config.with_mode(ModeSpec(mode=m))) for m in PAIR))
+    batch_list = b.batches([0.5] * config.requested_batches, 40.0)
+    loader = b.loader(num_workers=2, augmentations=("ColorJitter()",))
+    samples = b.host_samples(batch_list[-1].wait_end_ns, worker_cores=(0.1, 0.1), system_busy=0.3, cpu_count=16)
+    found = b.run(spec.label, batch_list, loaders=[loader], samples=samples, warmup=config.warmup)
+    return dataclasses.replace(found, spec=spec, cpu_count=16)
+
+
+def test_the_breakdown_timed_at_the_switch_of_real_and_synthetic_spares_its_own_run() -> None:
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), timing_at_the_switch())
+    assert steps[0].config is not None and steps[0].config.child.breakdown_items == DEFAULT_BREAKDOWN_ITEMS
+    # loading is CPU work: the breakdown is the one timed at the switch, in its place among the parts
+    assert "breakdown" not in labels(steps)
+    breakdown = [s for s in steps if s.part is Part.BREAKDOWN]
+    assert len(breakdown) == 1 and breakdown[0].config is None
+    assert outcome.breakdown is HELD
+    assert [s.part for s in steps].index(Part.BREAKDOWN) > [s.part for s in steps].index(Part.SWEEP)
+    # no later real+synthetic run times it again; its time is the breakdown's, not the warm-up's
+    again = [s for s in steps[1:] if s.keep is Keep.MODES_IN_TURN]
+    assert all(s.config is not None and not s.config.child.breakdown_items for s in again)
+    assert outcome.timed[0].breakdown_s == pytest.approx(0.1)
+    # until the plan asks for it, nothing decided reads it: the same steps as with a run of its own
+    _, own_run, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    assert [label for label in labels(own_run) if label != "breakdown"] == labels(steps)
+
+
+def test_a_breakdown_timed_at_the_switch_that_the_verdict_does_not_ask_for_is_not_reported() -> None:
+    # the step is the limit: no breakdown is asked for
+    command = Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True)
+    outcome, steps, _ = drive(command, timing_at_the_switch(step_bound))
+    assert plan_state.State(outcome=outcome, base=BASE).analysis.verdict.bottleneck.value == "compute"
+    assert outcome.held_breakdown is HELD
+    assert outcome.breakdown is None and not [s for s in steps if s.part is Part.BREAKDOWN]
 
 
 def outcome_caveats(outcome: Outcome) -> tuple[str, ...]:
