@@ -1,4 +1,5 @@
-"""The breakdown run and the py-spy profile, on real child runs."""
+"""The breakdown (its own run, or timed at the switch to the replays) and the py-spy profile,
+on real child runs."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def test_the_breakdown_times_getitem_and_collate_and_leaves_the_runs_alone() -> 
     assert sum(s["share"] for s in found["steps"]) == pytest.approx(1.0, abs=1e-3)
     assert [r["mode"] for r in report["runs"]] == ["real"]  # the breakdown run is not a mode
     assert report["batch"]["python_type"] == "dict" and report["batch"]["samples"] == 8
+
+
+def test_the_breakdown_is_timed_at_the_switch_to_the_replays_without_a_start_of_its_own() -> None:
+    options = ("--modes", "real,synthetic", "--max-batches", "12", "--no-sweep", "--breakdown", "--json", "-")
+    report = report_of(run_fastload("diagnose", PATTERNS, *options))
+    found = report["breakdown"]
+    assert found["unavailable"] is None and found["items"] == 64 and found["threads"] == 1
+    assert [s["kind"] for s in found["steps"]] == ["getitem", "collate"]
+    modes = [r["mode"] for r in report["runs"]]
+    assert modes[:2] == ["real", "synthetic"]  # a pair near the line is measured again
+    spent = report["time_spent"]
+    # one start a pair (and one more where the machine disturbed a run, measured again), none besides
+    assert spent["runs"] <= modes.count("real") + (spent["again_s"] > 0) and spent["breakdown_s"] > 0
 
 
 def test_an_iterable_dataset_has_no_breakdown_and_says_why() -> None:
