@@ -4,7 +4,10 @@ Every transform pipeline found in the training loader's dataset (and the dataset
 instrumented in place: each step of a ``Compose`` (nested ones step by step; ``RandomApply`` and
 ``RandomChoice`` as one step each) and each plain callable gets a timer. Then a sample of items
 is loaded with ``dataset[i]`` in this process, under the conditions workers run them (one torch
-thread when the loader has workers), and collated in batches as the loader would. What
+thread when the loader has workers), and collated in batches as the loader would, with Python's
+garbage collector held off, as ``timeit`` does: a collection of the whole process (a script's
+main process holds hundreds of thousands of objects; one pass took 60 ms) lands in whichever
+step allocates at that moment, and read as that step's cost. What
 ``__getitem__`` spent outside the timed steps is its own work: reading and decoding. The
 pipelines are restored before the script goes on (the breakdown's own run ends there; a
 real+synthetic run goes on with its replays).
@@ -15,7 +18,9 @@ Only the stdlib is imported; torch is reached through the loader it is given.
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,8 +179,9 @@ def measure(loader: Any, items: int, torch: Any, budget_s: float | None = None) 
     try:
         if one_thread:
             torch.set_num_threads(1)
-        loaded, total_ns = _load(dataset, indices, budget_s)
-        collate_ns, collated = _collate(loader, loaded)
+        with _no_collections():
+            loaded, total_ns = _load(dataset, indices, budget_s)
+            collate_ns, collated = _collate(loader, loaded)
     finally:
         found.restore()
         if one_thread:
@@ -201,6 +207,20 @@ def measure(loader: Any, items: int, torch: Any, budget_s: float | None = None) 
             {"name": COLLATE_NAME, "location": "loader.collate_fn", "kind": "collate", "ns_per_sample": per_sample}
         )
     return {"items": n, "threads": 1 if one_thread else threads, "steps": steps}
+
+
+@contextlib.contextmanager
+def _no_collections() -> Iterator[None]:
+    """Python's garbage collector held off, as ``timeit`` does, after one collection untimed: no
+    collection of the whole process lands in one step's time."""
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _load(dataset: Any, indices: list[int], budget_s: float | None) -> tuple[list[Any], int]:

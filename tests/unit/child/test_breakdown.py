@@ -234,3 +234,26 @@ def test_a_budget_ends_the_breakdown_with_its_samples_spread_over_the_dataset() 
     assert by_name[breakdown.GETITEM_NAME]["ns_per_sample"] >= 3e6  # per item timed, not per item asked for
     dataset.read.clear()
     assert breakdown.measure(DataLoader(dataset, batch_size=4), 64, torch)["items"] == 64  # no budget: all
+
+
+def test_no_collection_of_the_whole_process_lands_in_a_steps_time() -> None:
+    import gc
+
+    def pause(phase: str, info: dict) -> None:  # each collection takes 5 ms, as a large process's does
+        if phase == "start":
+            time.sleep(0.005)
+
+    def allocating(x):
+        for _ in range(2000):  # garbage enough to cross the collector's thresholds several times
+            cycle: list = []
+            cycle.append(cycle)
+        return x
+
+    gc.callbacks.append(pause)
+    try:
+        fields = breakdown.measure(DataLoader(Images(v1.Lambda(allocating)), batch_size=4), 8, torch)
+    finally:
+        gc.callbacks.remove(pause)
+    assert gc.isenabled()  # as it was
+    by_name = {s["name"].split("(")[0]: s for s in fields["steps"]}
+    assert by_name["Lambda"]["ns_per_sample"] < 5e6  # its own allocations, a fraction of a millisecond
