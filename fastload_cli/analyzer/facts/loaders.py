@@ -90,14 +90,20 @@ class LoaderFacts(CeilingFacts):
     def reads_matter(self) -> bool:
         """Whether the real run's reads from storage can have cost loading time. Not where the cores
         were full or the step slowed beside the loaders while the loaders were seldom blocked on
-        storage and the machine was not in iowait: there the reads (a page fault, a file opened
-        now and then) cost nothing, and loading costs CPU."""
+        storage, the machine was not in iowait and most of the workers' CPU time was their own
+        (under ``KERNEL_READS_SHARE`` in the kernel): there the reads (a page fault, a file opened
+        now and then) cost nothing, and loading costs CPU. Storage fast enough never to block
+        still costs the kernel's copying, and where that is most of what the workers did on a
+        CPU, reading is their work."""
         real = self.real
         if real is None or not (self.cores_saturated or self.contended):
             return True
         blocked, iowait = real.loader_blocked_fraction, real.iowait_fraction
         if blocked is None or blocked >= th.LOADER_BLOCKED_NOTABLE:
             return True  # unmeasured: the reads are taken as they were
+        kernel = real.loader_kernel_fraction
+        if kernel is not None and kernel >= th.KERNEL_READS_SHARE:
+            return True
         return iowait is not None and iowait >= th.IOWAIT_NOTABLE
 
     @property
