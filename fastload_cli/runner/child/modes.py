@@ -288,19 +288,22 @@ class RealThenReplay(SyntheticReplay):
     for: inside the step that shuts the workers down, which neither window counts, at most
     ``RIDE_BUDGET_S`` long; the breakdown's own run of the script is then not needed."""
 
-    _loaders: dict[int, weakref.ref[Any]] = field(default_factory=dict)  # loader id -> the loader, for the breakdown
+    # Loader id -> the loader, for the breakdown; None once the first loader switched: once a run.
+    _loaders: dict[int, weakref.ref[Any]] | None = field(default_factory=dict)
 
     @property
     def switch_at(self) -> int:
         return 1 if NextAsked.asked else sys.maxsize
 
     def start_epoch(self, loader: Any, state: LoaderState, original: Callable[[Any], Any]) -> Any:
-        if self.spec.breakdown_items:
+        if self.spec.breakdown_items and self._loaders is not None:
             self._loaders.setdefault(state.loader_id, weakref.ref(loader))
         return super().start_epoch(loader, state, original)
 
     def switched(self, loader: LoaderState) -> None:
-        ref, self._loaders = self._loaders.get(loader.loader_id), {}  # the first loader switched, once
+        if self._loaders is None:
+            return
+        ref, self._loaders = self._loaders.get(loader.loader_id), None
         found = ref() if ref is not None else None
         if found is not None and threading.current_thread() is threading.main_thread():
             time_loading(self.channel, found, loader.loader_id, self.spec.breakdown_items, RIDE_BUDGET_S)

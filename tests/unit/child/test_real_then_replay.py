@@ -102,3 +102,29 @@ def test_nothing_is_timed_where_the_run_does_not_ask_or_the_loop_runs_in_another
         events, log, _ = run(monkeypatch, items=items, in_thread=in_thread)
         assert any(entry[2] for entry in log)  # the replays took over all the same
         assert not [kind for kind, _ in events.seen if kind is EventKind.BREAKDOWN]
+
+
+def test_a_loader_first_iterated_after_the_switch_is_not_timed_again(monkeypatch) -> None:
+    # a validation loader the script first iterates once the replays began switches too: the
+    # breakdown stays the one timed on the loader switched first
+    monkeypatch.setattr(modes.NextAsked, "asked", False)
+    events = Events()
+
+    def timed(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
+        batch = produce(iterator)
+        epoch.index += 1
+        epoch.loader.batches += 1
+        return batch
+
+    spec = ChildSpec(mode=ModeSpec(mode=Mode.REAL_SYNTHETIC), breakdown_items=8)
+    actuator = RealThenReplay(spec=spec, channel=events, timed=timed)  # type: ignore[arg-type]
+    loaders = {1: DataLoader(Numbers(), batch_size=4), 2: DataLoader(Numbers(), batch_size=4)}  # the script's
+    for loader_id, batches, word_at in ((1, 6, 3), (2, 2, -1)):
+        state = LoaderState(loader_id=loader_id, collated=True)
+        iterator = actuator.start_epoch(loaders[loader_id], state, DataLoader.__iter__)
+        epoch = EpochState(loader=state, iterator_id=loader_id)
+        for n in range(batches):
+            if n == word_at:
+                modes.on_next_signal(0, None)
+            actuator.next_batch(iterator, epoch, _BaseDataLoaderIter.__next__)
+    assert [f["loader_id"] for kind, f in events.seen if kind is EventKind.BREAKDOWN] == [1]
