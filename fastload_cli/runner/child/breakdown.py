@@ -239,16 +239,12 @@ def _load(dataset: Any, indices: list[int], budget_s: float | None) -> tuple[lis
 
 
 def _coarse_first(indices: list[int]) -> list[int]:
-    """``indices`` reordered so that each prefix spreads over them all: every 2^k-th first, then
-    those halfway between, and so on."""
-    order: list[int] = []
-    taken: set[int] = set()
+    """``indices`` reordered so that each prefix spreads over them all: the first, then every
+    2^k-th, then those halfway between, and so on."""
+    order = indices[:1]
     stride = 1 << max(0, len(indices) - 1).bit_length()
     while stride:
-        for position in range(0, len(indices), stride):
-            if position not in taken:
-                taken.add(position)
-                order.append(indices[position])
+        order += indices[stride :: 2 * stride]
         stride //= 2
     return order
 
