@@ -141,8 +141,10 @@ def test_real_and_synthetic_take_one_start_and_keep_their_figures_apart(tmp_path
     done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "12", "--json", "-",
                         "--", "--load-ms", "1.5", "--step-ms", "1", "--started", str(started))  # fmt: skip
     report = report_of(done)
-    assert len(started.read_text().splitlines()) == 1  # one start of the script for both modes
-    assert report["time_spent"]["runs"] == 1
+    # one start of the script for both modes (two where other processes disturbed it: measured again)
+    starts = 2 if report["time_spent"]["again_s"] else 1
+    assert len(started.read_text().splitlines()) == starts
+    assert report["time_spent"]["runs"] == starts
     real, synthetic = report["runs"]
     assert (real["mode"], synthetic["mode"]) == ("real", "synthetic")
     # loading (a sleep per sample in the loop's own process) is most of a real step and none of a
@@ -279,5 +281,8 @@ def test_a_script_that_ends_by_itself_leaves_as_python_would_short_of_the_teardo
     assert report["runs"][0]["stop_reason"] == "script-ended"
     assert (tmp_path / "saved").read_text() == "a non-daemon thread finished"
     assert (tmp_path / "atexit").read_text() == "ran"
-    assert (tmp_path / "log.txt").read_text() == "step\n" * 32
+    # each start of the script flushed its 32 steps: one, or two where other processes disturbed the
+    # run and fastload measured it again
+    starts = 2 if report["time_spent"]["again_s"] else 1
+    assert (tmp_path / "log.txt").read_text() == "step\n" * 32 * starts
     assert not (tmp_path / "torn-down").exists()
