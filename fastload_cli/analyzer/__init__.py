@@ -91,7 +91,12 @@ def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], rank
     real = ranks.real_job(runs)
     if real is None or real.status is RunStatus.FAILED:
         return runs, None
-    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real))
+    elsewhere = [
+        summarize(r).ranks
+        for r in runs
+        if r is not real and r.ranks and not r.spec.ranks and r.status is not RunStatus.FAILED
+    ]
+    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real), elsewhere)
     if lagging is None:
         return runs, None
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging

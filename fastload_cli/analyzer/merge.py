@@ -28,7 +28,7 @@ def merge(documents: Sequence[Document], sources: Sequence[str]) -> dict[str, An
     by_rank = {x["rank"]: (node, x) for node, doc in enumerate(documents) for x in _real(doc).get("ranks", ())}
     grouped = all(doc["environment"].get("process_group") is not False for doc in documents)
     real_ranks = [_summary(x) for _, x in sorted(by_rank.values(), key=lambda pair: pair[1]["rank"])]
-    lagging = ranks.straggler(real_ranks, grouped)
+    lagging = ranks.straggler(real_ranks, grouped, _elsewhere(documents))
     holder = by_rank[lagging.rank][0] if lagging is not None else 0
     first = documents[holder]
     verdict = dict(first["verdict"])
@@ -88,6 +88,16 @@ def _modes(documents: Sequence[Document]) -> list[str]:
     """The modes every node ran, in the first node's order."""
     common = set.intersection(*({r["mode"] for r in doc.get("runs", ())} for doc in documents))
     return [r["mode"] for r in documents[0]["runs"] if r["mode"] in common]
+
+
+def _elsewhere(documents: Sequence[Document]) -> list[list[RunSummary]]:
+    """Every rank's figures in each of the job's other runs whose mode applied to every rank."""
+    merged = (_merged_run(documents, mode) for mode in _modes(documents) if mode != "real")
+    return [
+        [_summary(x) for x in run["ranks"]]
+        for run in merged
+        if run["status"] != RunStatus.FAILED.value and not run.get("ranks_changed")
+    ]
 
 
 def _merged_run(documents: Sequence[Document], mode: str) -> dict[str, Any]:

@@ -94,15 +94,43 @@ def synced(run: RunResult) -> bool:
     return any(r.env.process_group for r in run.ranks)
 
 
-def straggler(ranks: Sequence[RunSummary], grouped: bool) -> Straggler | None:
+def straggler(
+    ranks: Sequence[RunSummary], grouped: bool, elsewhere: Sequence[Sequence[RunSummary]] = ()
+) -> Straggler | None:
     """The rank that holds a job back, beyond noise, and why; None for one process or a balanced job.
-    ``grouped``: the ranks formed a process group."""
+    ``grouped``: the ranks formed a process group. ``elsewhere``: the ranks of the job's other runs
+    whose mode applied to every rank. A rank's step is the same in every mode, so a rank named for
+    its step must stand out so in each of those that split the ranks' steps: in one run alone, other
+    work on the machine that came and went can make any rank's step the slowest."""
     measured = [s for s in ranks if s.rank is not None and s.batches]
     if len(measured) < 2:
         return None
     if not grouped:
         return _slowest(measured)
-    return _waits_longest(measured) or _busiest_step(measured)
+    found = _waits_longest(measured)
+    if found is not None:
+        return found
+    found = _busiest_step(measured)
+    split = [run for run in elsewhere if _steps_split(run)]
+    if found is None or any(_named(_busiest_step(list(run))) != found.rank for run in split):
+        return None
+    return _held(found, len(split)) if split else found
+
+
+def _steps_split(ranks: Sequence[RunSummary]) -> bool:
+    return sum(s.step_busy_ms_p50 is not None and s.step_busy_ms_p90 is not None for s in ranks) >= 2
+
+
+def _named(found: Straggler | None) -> int | None:
+    return found.rank if found is not None else None
+
+
+def _held(found: Straggler, others: int) -> Straggler:
+    """``found`` with the runs it held in said: the real run and ``others`` more."""
+    runs = "the other run" if others == 1 else f"each of the {others} other runs"
+    line = f"{found.finding.sentence} It stands out so in {runs} that split the ranks' steps too."
+    values = {**found.finding.values, "runs": others + 1}
+    return replace(found, finding=replace(found.finding, sentence=line, values=values))
 
 
 def _waits_longest(ranks: list[RunSummary]) -> Straggler | None:

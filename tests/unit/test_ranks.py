@@ -134,6 +134,19 @@ def test_a_compute_straggler_is_named_in_the_verdict_with_the_gain_of_balancing_
     assert freeing_the_straggler(analysis, [busy_step()], multi_node=False) is None  # no run frees a step
 
 
+def test_a_step_slow_in_one_run_alone_names_no_straggler() -> None:
+    """A rank's step is the same in every mode: a run of the job where it does not stand out, or where
+    another rank's does, shows that the real run's slow step was other work that came and went."""
+    assert analyze([busy_step(), busy_step("synthetic", ratio=1.0)]).verdict.slowest_rank is None
+    other_rank = job(*(dataclasses.replace(r, rank=1 - (r.rank or 0)) for r in reversed(busy_step("synthetic").ranks)))
+    assert analyze([busy_step(), other_rank]).verdict.slowest_rank is None
+    held = analyze([busy_step(), busy_step("synthetic"), busy_step("no-aug")]).verdict
+    assert held.slowest_rank == 1
+    assert held.evidence[0].endswith("It stands out so in each of the 2 other runs that split the ranks' steps too.")
+    assert held.findings[0].values["runs"] == 3
+    assert analyze([busy_step()]).verdict.slowest_rank == 1  # no other run split the steps: the real run says
+
+
 def test_freeing_an_input_straggler_is_measured_once_and_never_on_a_balanced_job() -> None:
     analysis = analyze([straggling(), balanced("synthetic", wait_ms=0.5)])
     spec = freeing_the_straggler(analysis, [straggling()], multi_node=False)
@@ -307,6 +320,21 @@ def test_merge_names_a_rank_whose_step_is_slow_across_nodes_once() -> None:
     assert merged["verdict"]["slowest_rank"] == 1
     assert merged["verdict"]["label"] == named.replace("9.0x", "2.4x")  # rank 1's node's verdict, named once
     assert merged["verdict"]["evidence"][0].startswith("Rank 1's step takes 2.4x rank 0's")
+
+
+def test_merge_names_no_rank_whose_step_is_slow_in_the_real_run_alone() -> None:
+    def split(p50: float) -> dict:
+        return {"step_busy_ms_p50": p50, "step_busy_ms_p90": p50 * 1.1, "step_blocked_fraction": 0.1}
+
+    def busy(doc: dict, p50: float, synthetic: float) -> dict:
+        runs = [
+            {**run, "ranks": [{**run["ranks"][0], **split(own)}]}
+            for run, own in zip(doc["runs"], (p50, synthetic), strict=True)
+        ]
+        return {**doc, "runs": runs}
+
+    merged = merge([busy(node(0, 0.01), 7.0, 7.0), busy(node(1, 0.01), 17.0, 7.5)], ["n0.json", "n1.json"])
+    assert merged["verdict"]["slowest_rank"] is None
 
 
 def test_merge_of_a_balanced_job_names_no_rank() -> None:
