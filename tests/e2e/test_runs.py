@@ -187,6 +187,18 @@ def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_pa
     assert report["runs"][0]["batches"] > 0
 
 
+def test_runs_leave_no_multiprocessing_folder_behind(tmp_path: Path) -> None:
+    """A DataLoader worker that hands a tensor over makes a ``pymp-*`` folder for the socket it
+    passes the descriptor on, which python removes as the worker exits; fastload kills the workers
+    as a run stops, and none of those folders may stay."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    done = run_fastload("diagnose", TOY, "--modes", "real", "--max-batches", "20", "--json", "-",
+                        "--", "--workers", "2", "--load-ms", "1", env={"TMPDIR": str(temp)})  # fmt: skip
+    assert report_of(done)["runs"][0]["num_workers"] == 2
+    assert sorted(p.name for p in temp.glob("pymp-*")) == []
+
+
 def test_objects_that_resist_introspection_do_not_break_the_script() -> None:
     report = report_of(run_fastload("diagnose", str(SCRIPTS / "hostile_objects.py"), "--modes", "real,synthetic",
                                     "--max-batches", "10", "--fixed-batches", "--json", "-"))  # fmt: skip

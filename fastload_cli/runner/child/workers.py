@@ -8,6 +8,13 @@ workers killed first (``end_workers``), their pids taken off torch's SIGCHLD wat
 that their deaths raise nothing in the script; the shutdown that follows joins processes already
 gone.
 
+A worker that hands a tensor over (torch's file-descriptor sharing) makes a multiprocessing temp
+folder (``pymp-*``) for the socket it serves the descriptor on, which python removes only as that
+worker exits as python does: every killed worker would leave one behind. The child makes that
+folder once for the script's main process (``share_temp_dir``), the workers it forks take it over,
+and the child removes it as it leaves (``remove_temp_dir``). Workers started by spawn or forkserver
+make their own.
+
 Only the stdlib (and torch's own ``signal_handling``, where torch is imported) is used here.
 """
 
@@ -15,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import weakref
 from typing import Any
 
@@ -55,3 +64,24 @@ def _unwatch(iterator: Any) -> None:
     with contextlib.suppress(Exception):
         handling._remove_worker_pids(id(iterator))
         iterator._worker_pids_set = False
+
+
+def share_temp_dir() -> str | None:
+    """multiprocessing's temp folder for this process, made now where it has none, so that the
+    processes it forks from now on share it; the folder, or None where this process had one."""
+    try:
+        from multiprocessing import process
+
+        config = process.current_process()._config  # type: ignore[attr-defined]
+        if config.get("tempdir") is not None:
+            return None
+        config["tempdir"] = path = tempfile.mkdtemp(prefix="pymp-")
+    except Exception:  # a python whose multiprocessing keeps it elsewhere: its workers make their own
+        return None
+    return path
+
+
+def remove_temp_dir(path: str | None) -> None:
+    """Remove the folder ``share_temp_dir`` made, as python's exit would have."""
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
