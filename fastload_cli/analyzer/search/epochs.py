@@ -46,6 +46,7 @@ EPOCHS_MEASURED = 2  # whole epochs each setting's run measures, after a warm-up
 # gives both.
 EPOCHS_MORE = 4
 EPOCHS_MAX_BATCHES = 64  # a longer epoch's start is a small share of it: its steady window says enough
+ROUND = 4  # a round of pairs: the script's own and another setting, then the two reversed
 NS = 1e9
 
 

@@ -13,9 +13,9 @@ In order:
    first epoch once the search measures there (``after_first_epoch``). A setting measured
    again whose first run swung across its window (``points.swings``) gets a longer window.
    Where the plan asks for it, the script's own setting or one with fewer workers over whole
-   epochs (``epochs``), exactly the batches asked: a pair of them, an epoch each, in one run of
-   the script (so the machine's drift between runs falls alike on both), or one in a run of its
-   own (a data-parallel job, or after an in-process run that came up short).
+   epochs (``epochs``), exactly the batches asked: the pairs known in advance, an epoch each, in
+   one run of the script (so the machine's drift between runs falls alike on a pair's two), or one
+   in a run of its own (a data-parallel job, or after an in-process run that came up short).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ AGAIN_OVER_EPOCHS = (
 )
 IN_TURN_OVER_EPOCHS = (
     "{which} workers than {own} may train faster, and each epoch starts its workers again: measuring "
-    "an epoch with num_workers={first}, then one with {then}, in one run, their start-ups included"
+    "an epoch each with num_workers={turns}, in turn in one run, their start-ups included"
 )
 
 
@@ -91,24 +91,25 @@ def next_step(state: State) -> Step | None:
 
 def _over_epochs(state: State, workers: int) -> Step:
     """``workers`` over whole epochs after the first, each epoch's start-up included (``epochs``):
-    where the plan asks for a pair of settings, an epoch of each in turn in one run of the script
-    (the pair then shares the machine's state, as runs a minute apart do not), unless this is a
-    data-parallel job or an in-process run gave fewer settings their turn than it asked; in a run
-    of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
+    where the plan asks for pairs of settings, an epoch of each setting of its next round
+    (``epochs.ROUND``: own, other, other, own) in turn in one run of the script (a pair then shares
+    the machine's state, as runs a minute apart do not, and the round pays one start and one
+    warm-up epoch), unless this is a data-parallel job or an in-process run gave fewer settings their turn
+    than it asked; in a run of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
     warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
-    pair = epochs.pending(state.points, state.limits, state.current, down=state.loaders_compete)[:2]
+    turns = epochs.pending(state.points, state.limits, state.current, down=state.loaders_compete)[: epochs.ROUND]
     found = epochs.candidates(state.points, state.limits, state.current, down=state.loaders_compete)
     which = "more" if max(found, default=0) > (state.current or 0) else "fewer"
-    if len(set(pair)) == 2 and pair[0] == workers and not state.sizing.job and not state.in_process_short:
+    if len(set(turns)) > 1 and turns[0] == workers and not state.sizing.job and not state.in_process_short:
         epoch = batches // epochs.EPOCHS_MEASURED
         return Step(
-            specs=tuple(ModeSpec(mode=Mode.WORKERS, workers=w) for w in pair),
+            specs=tuple(ModeSpec(mode=Mode.WORKERS, workers=w) for w in turns),
             warmup=warmup,
-            max_batches=2 * epoch,
-            turns=((pair[0], warmup + epoch), (pair[1], epoch)),
+            max_batches=len(turns) * epoch,
+            turns=((turns[0], warmup + epoch), *((w, epoch) for w in turns[1:])),
             fixed=True,
             at_epochs=True,
-            note=IN_TURN_OVER_EPOCHS.format(which=which, own=state.current, first=pair[0], then=pair[1]),
+            note=IN_TURN_OVER_EPOCHS.format(which=which, own=state.current, turns=", ".join(map(str, turns))),
         )
     note = AGAIN_OVER_EPOCHS.format(which=which, own=state.current, workers=counted(workers, "worker"))
     spec = ModeSpec(mode=Mode.WORKERS, workers=workers)

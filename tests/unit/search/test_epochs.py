@@ -61,14 +61,20 @@ def over_whole_epochs(points: list[SweepPoint], **changes: object) -> step.Step 
     return step.next_step(dataclasses.replace(found, **changes))
 
 
-def test_a_pair_of_settings_takes_an_epoch_each_in_one_run_of_the_script() -> None:
+def test_a_round_of_pairs_takes_an_epoch_each_in_one_run_of_the_script() -> None:
     found = over_whole_epochs(undecided())
-    # after a warm-up of one epoch, an epoch of the own setting, then one of the fastest with fewer
+    # after a warm-up of one epoch, an epoch of the own setting, two of the fastest with fewer, and
+    # one of the own again: the pair, then the pair reversed; 0 workers' round in a run of its own
     assert found is not None and found.at_epochs and found.fixed
-    assert found.turns == ((2, 32 + 32), (1, 32)) and found.warmup == 32 and found.max_batches == 64
-    measured = [*undecided(), pt(2, 280.0, variant=WHOLE_EPOCHS), pt(1, 290.0, variant=WHOLE_EPOCHS)]
+    assert found.turns == ((2, 32 + 32), (1, 32), (1, 32), (2, 32)) and found.warmup == 32
+    assert found.max_batches == 4 * 32
+    assert "an epoch each with num_workers=2, 1, 1, 2, in turn in one run" in found.note
+    measured = [*undecided(), *(pt(w, 280.0, variant=WHOLE_EPOCHS) for w in (2, 1, 1, 2))]
     after = over_whole_epochs(measured)
-    assert after is not None and after.turns == ((1, 64), (2, 32))  # the pair again, in the reverse order
+    assert after is not None and after.turns == ((2, 64), (0, 32), (0, 32), (2, 32))
+    # with a pair measured, the next four of the order from there: it runs on where its runs stopped
+    short = over_whole_epochs([*undecided(), pt(2, 280.0, variant=WHOLE_EPOCHS), pt(1, 290.0, variant=WHOLE_EPOCHS)])
+    assert short is not None and short.turns == ((1, 64), (2, 32), (2, 32), (0, 32))
     # a data-parallel job, or a script whose run gave fewer settings their turn: a run of its own
     for alone in (
         over_whole_epochs(undecided(), sizing=Sizing(job=True)),
@@ -355,7 +361,7 @@ def test_more_workers_found_faster_are_measured_against_the_own_setting_in_whole
         prediction=curve, cpu_count=16, measured_any=True, loaders_compete=False,
     )  # fmt: skip
     found = step.next_step(state)
-    assert found is not None and found.at_epochs and found.turns == ((2, 64 + 64), (8, 64))
+    assert found is not None and found.at_epochs and found.turns == ((2, 64 + 64), (8, 64), (8, 64), (2, 64))
     assert "more workers than 2" in found.note and "start-ups included" in found.note
     # workers that persist, a long epoch, a grid asked for, nothing faster: steady windows say enough
     for limits in (dataclasses.replace(MID, persistent_workers=True), Limits(epoch_batches=500)):
