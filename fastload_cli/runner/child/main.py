@@ -48,7 +48,7 @@ from fastload_cli.runner.child import hooks, modes, stacks
 from fastload_cli.runner.child.channel import Channel
 from fastload_cli.runner.child.environment import torch_env
 from fastload_cli.runner.child.modes import MeasurementDone, Stop, StopRun
-from fastload_cli.runner.child.workers import end_workers, remove_temp_dir, share_temp_dir
+from fastload_cli.runner.child.workers import end_workers, remove_leftovers, share_temp_dir
 
 PR_SET_PDEATHSIG = 1
 _INTERNAL_FILES = (__file__, runpy.__file__, "<frozen runpy>")
@@ -215,7 +215,7 @@ def main() -> NoReturn:
         _shut_down_as_python()
     # A stopped run leaves at once: the script's non-daemon threads (background prefetchers) and
     # its DataLoader workers must not keep it alive, and fastload terminates what remains.
-    remove_temp_dir(temp)
+    remove_leftovers(temp)
     _flush_stdio()
     os._exit(code)
 

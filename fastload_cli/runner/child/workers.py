@@ -13,7 +13,10 @@ folder (``pymp-*``) for the socket it serves the descriptor on, which python rem
 worker exits as python does: every killed worker would leave one behind. The child makes that
 folder once for the script's main process (``share_temp_dir``), the workers it forks take it over,
 and the child removes it as it leaves (``remove_temp_dir``). Workers started by spawn or forkserver
-make their own.
+make their own. A worker killed as it makes a batch's shared memory (torch names the segment
+``torch_<pid>_...`` and unlinks it once mapped) can leave that segment in ``/dev/shm``, where it
+holds memory until the machine restarts; the child removes those of the workers it killed as it
+leaves (``remove_leftovers``).
 
 Only the stdlib (and torch's own ``signal_handling``, where torch is imported) is used here.
 """
@@ -30,6 +33,8 @@ import weakref
 from typing import Any
 
 _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's iterators that started workers
+_KILLED: list[int] = []  # the pids of the workers ``end_workers`` killed
+SHARED_MEMORY = "/dev/shm"
 
 
 def track_workers(iterator: Any) -> None:
@@ -49,6 +54,7 @@ def end_workers() -> int:
             with contextlib.suppress(Exception):  # gone already, or not a process any more
                 if worker.is_alive():
                     os.kill(worker.pid, signal.SIGKILL)
+                    _KILLED.append(worker.pid)
                     killed += 1
     return killed
 
@@ -81,7 +87,17 @@ def share_temp_dir() -> str | None:
     return path
 
 
-def remove_temp_dir(path: str | None) -> None:
-    """Remove the folder ``share_temp_dir`` made, as python's exit would have."""
-    if path is not None:
-        shutil.rmtree(path, ignore_errors=True)
+def remove_leftovers(temp_dir: str | None, shared_memory: str = SHARED_MEMORY) -> None:
+    """Remove the folder ``share_temp_dir`` made, as python's exit would have, and the shared
+    memory segments the workers ``end_workers`` killed left in ``shared_memory``. Called as the
+    child leaves, once nothing of the script runs: no process maps a segment by name any more."""
+    if temp_dir is not None:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    if not _KILLED:
+        return
+    prefixes = tuple(f"torch_{pid}_" for pid in _KILLED)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(shared_memory):
+            if entry.name.startswith(prefixes):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)

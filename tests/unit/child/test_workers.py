@@ -38,3 +38,31 @@ def test_a_stopped_runs_workers_are_killed_in_the_batch_they_have_in_hand() -> N
     assert not iterator._worker_pids_set  # type: ignore[attr-defined]
     iterator._shutdown_workers()  # type: ignore[attr-defined]
     assert workers.end_workers() == 0
+
+
+def test_the_shared_memory_of_killed_workers_and_the_shared_temp_folder_are_removed_as_the_child_leaves(
+    tmp_path, monkeypatch
+) -> None:
+    """A worker killed as it makes a batch's segment leaves ``torch_<pid>_...`` behind; those of
+    the workers the child killed go, and every other file stays."""
+    monkeypatch.setattr(workers, "_KILLED", [123, 77])
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    names = ["torch_123_4012_7", "torch_77_1_0", "torch_1234_4012_7", "torch_12_1_1", "other_123_1"]
+    for name in names:
+        (shm / name).write_bytes(b"")
+    temp = tmp_path / "pymp-x"
+    (temp / "listener-y").mkdir(parents=True)
+    workers.remove_leftovers(str(temp), str(shm))
+    assert sorted(p.name for p in shm.iterdir()) == ["other_123_1", "torch_1234_4012_7", "torch_12_1_1"]
+    assert not temp.exists()
+
+
+def test_a_killed_worker_is_remembered_by_its_pid() -> None:
+    iterator = iter(DataLoader(Stalls(), batch_size=1, num_workers=1))
+    next(iterator)
+    pid = iterator._workers[0].pid  # type: ignore[attr-defined]
+    workers.track_workers(iterator)
+    workers.end_workers()
+    assert pid in workers._KILLED
+    iterator._shutdown_workers()  # type: ignore[attr-defined]
