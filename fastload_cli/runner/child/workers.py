@@ -11,12 +11,12 @@ gone.
 A worker that hands a tensor over (torch's file-descriptor sharing) makes a multiprocessing temp
 folder (``pymp-*``) for the socket it serves the descriptor on, which python removes only as that
 worker exits as python does: every killed worker would leave one behind. The child makes that
-folder once for the script's main process (``share_temp_dir``), the workers it forks take it over,
-and the child removes it as it leaves (``remove_temp_dir``). Workers started by spawn or forkserver
-make their own. A worker killed as it makes a batch's shared memory (torch names the segment
-``torch_<pid>_...`` and unlinks it once mapped) can leave that segment in ``/dev/shm``, where it
-holds memory until the machine restarts; the child removes those of the workers it killed as it
-leaves (``remove_leftovers``).
+folder once for the script's main process (``share_temp_dir``), the workers it starts take it over
+(a worker gets a copy of its parent's multiprocessing config, by fork, spawn or forkserver alike),
+and the child removes it as it leaves (``remove_leftovers``). A worker killed as it makes a
+batch's shared memory (torch names the segment ``torch_<pid>_...`` and unlinks it once mapped) can
+leave that segment in ``/dev/shm``, where it holds memory until the machine restarts; the child
+removes those of the workers it killed as it leaves, too.
 
 Only the stdlib (and torch's own ``signal_handling``, where torch is imported) is used here.
 """
