@@ -3,13 +3,28 @@ and its death is not reported by torch as a worker that failed."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
+from collections.abc import Iterator
+from multiprocessing import process
 
+import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from fastload_cli.runner.child import workers
+
+
+@pytest.fixture(autouse=True)
+def one_temp_folder() -> Iterator[None]:
+    """The workers these tests kill share one multiprocessing temp folder, removed after, as the
+    child's do: killed with folders of their own, they would leave them behind."""
+    made = workers.share_temp_dir()
+    yield
+    if made is not None:
+        process.current_process()._config.pop("tempdir", None)  # type: ignore[attr-defined]
+        shutil.rmtree(made, ignore_errors=True)
 
 
 class Stalls(Dataset):
