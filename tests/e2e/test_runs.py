@@ -187,14 +187,16 @@ def test_an_interrupt_writes_the_partial_report_and_leaves_nothing_behind(tmp_pa
     assert report["runs"][0]["batches"] > 0
 
 
-def test_runs_leave_no_multiprocessing_folder_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_runs_leave_no_multiprocessing_folder_behind(tmp_path: Path, method: str) -> None:
     """A DataLoader worker that hands a tensor over makes a ``pymp-*`` folder for the socket it
     passes the descriptor on, which python removes as the worker exits; fastload kills the workers
-    as a run stops, and none of those folders may stay."""
+    as a run stops, and none of those folders may stay, however the workers were started
+    (forkserver: python 3.14's default)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    done = run_fastload("diagnose", TOY, "--modes", "real", "--max-batches", "20", "--json", "-",
-                        "--", "--workers", "2", "--load-ms", "1", env={"TMPDIR": str(temp)})  # fmt: skip
+    done = run_fastload("diagnose", str(SCRIPTS / "started_workers.py"), "--modes", "real", "--max-batches", "20",
+                        "--json", "-", "--", method, env={"TMPDIR": str(temp)})  # fmt: skip
     assert report_of(done)["runs"][0]["num_workers"] == 2
     assert sorted(p.name for p in temp.glob("pymp-*")) == []
 
