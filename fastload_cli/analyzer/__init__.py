@@ -50,10 +50,10 @@ def analyze(
     """``limits``: the sweep's limits, when the runs include a num_workers sweep; ``breakdown``:
     the per-step loading times, when they were measured; ``summaries``: the runs' summaries, when
     they were already computed (in the runs' order)."""
-    runs, lagging = from_straggler(runs)
-    if lagging is not None:
-        summaries = None  # the job's runs are now seen from the straggler
     every = tuple(summaries) if summaries is not None else tuple(summarize(run) for run in runs)
+    seen, lagging = from_straggler(runs, every)
+    if lagging is not None:  # the job's runs are now seen from the straggler
+        runs, every = seen, tuple(summarize(run) for run in seen)
     # Runs whose mode applied on some ranks alone answer one question (``ranks.freed``), not the job's.
     one_rank = [(r, s) for r, s in zip(runs, every, strict=True) if r.spec.ranks]
     job_wide = [(r, s) for r, s in zip(runs, every, strict=True) if not r.spec.ranks]
@@ -84,19 +84,23 @@ def analyze(
     return Analysis(every, verdict, pathologies.priced_all(advised, real, facts), facts, lagging, found)
 
 
-def from_straggler(runs: Sequence[RunResult]) -> tuple[Sequence[RunResult], ranks.Straggler | None]:
+def from_straggler(
+    runs: Sequence[RunResult], summaries: Sequence[RunSummary]
+) -> tuple[Sequence[RunResult], ranks.Straggler | None]:
     """The runs, a data-parallel job's seen from its straggler (as the real run names it), and the
     straggler; the runs as they are when there is no job or no rank stands out, or when the job
-    failed: its ranks ran a few steps, then waited for the one that raised, which is no straggler."""
+    failed: its ranks ran a few steps, then waited for the one that raised, which is no straggler.
+    ``summaries``: the runs' summaries, in their order."""
     real = ranks.real_job(runs)
     if real is None or real.status is RunStatus.FAILED:
         return runs, None
+    own = next(s for r, s in zip(runs, summaries, strict=True) if r is real)
     elsewhere = [
-        summarize(r).ranks
-        for r in runs
+        s.ranks
+        for r, s in zip(runs, summaries, strict=True)
         if r is not real and r.ranks and not r.spec.ranks and r.status is not RunStatus.FAILED
     ]
-    lagging = ranks.straggler(summarize(real).ranks, ranks.synced(real), elsewhere)
+    lagging = ranks.straggler(own.ranks, ranks.synced(real), elsewhere)
     if lagging is None:
         return runs, None
     return [ranks.seen_from(r, lagging.rank) if r.ranks else r for r in runs], lagging

@@ -28,7 +28,8 @@ def merge(documents: Sequence[Document], sources: Sequence[str]) -> dict[str, An
     by_rank = {x["rank"]: (node, x) for node, doc in enumerate(documents) for x in _real(doc).get("ranks", ())}
     grouped = all(doc["environment"].get("process_group") is not False for doc in documents)
     real_ranks = [_summary(x) for _, x in sorted(by_rank.values(), key=lambda pair: pair[1]["rank"])]
-    lagging = ranks.straggler(real_ranks, grouped, _elsewhere(documents))
+    runs = [_merged_run(documents, mode) for mode in _modes(documents)]
+    lagging = ranks.straggler(real_ranks, grouped, _elsewhere(runs))
     holder = by_rank[lagging.rank][0] if lagging is not None else 0
     first = documents[holder]
     verdict = dict(first["verdict"])
@@ -43,7 +44,7 @@ def merge(documents: Sequence[Document], sources: Sequence[str]) -> dict[str, An
         "command": "merge",
         "nodes": list(sources),
         "environment": environment,
-        "runs": [_merged_run(documents, mode) for mode in _modes(documents)],
+        "runs": runs,
         "verdict": verdict,
         "caveats_by_node": {
             source: list(doc["verdict"].get("caveats", ())) for source, doc in zip(sources, documents, strict=True)
@@ -90,13 +91,13 @@ def _modes(documents: Sequence[Document]) -> list[str]:
     return [r["mode"] for r in documents[0]["runs"] if r["mode"] in common]
 
 
-def _elsewhere(documents: Sequence[Document]) -> list[list[RunSummary]]:
-    """Every rank's figures in each of the job's other runs whose mode applied to every rank."""
-    merged = (_merged_run(documents, mode) for mode in _modes(documents) if mode != "real")
+def _elsewhere(runs: Sequence[Document]) -> list[list[RunSummary]]:
+    """Every rank's figures in each of the job's merged runs but the real one whose mode applied
+    to every rank."""
     return [
         [_summary(x) for x in run["ranks"]]
-        for run in merged
-        if run["status"] != RunStatus.FAILED.value and not run.get("ranks_changed")
+        for run in runs
+        if run["mode"] != "real" and run["status"] != RunStatus.FAILED.value and not run.get("ranks_changed")
     ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
+from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.settle import rough_error
 from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
@@ -45,7 +46,6 @@ from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunRes
 NOT_INPUT_BOUND = "loading is not the limit"
 AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
 LINES = (th.CEILING_COMPUTE_BOUND, th.CEILING_INPUT_BOUND)  # the lines the verdict draws on the ceiling
-EPOCH_PAIRS_ROUND = 4  # runs in a round of whole-epoch pairs (own, fewer, fewer, own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,12 +185,13 @@ def decided(state: State) -> Step:
 
 
 def within_budget(state: State, limits: search.Limits) -> bool:
-    """A round of whole-epoch pairs more (four runs, each as long as the median run so far) would
-    end within the sweep's time budget (``Limits.budget_s``) of the command's start, what the
-    fixes of a pathology still to verify take left to them (``reserved_s``)."""
+    """A round of whole-epoch pairs more (its ``epochs.ROUND`` epochs, reckoned as long as that
+    many runs as long as the median run so far, start-ups and warm-up included) would end within
+    the sweep's time budget (``Limits.budget_s``) of the command's start, what the fixes of a
+    pathology still to verify take left to them (``reserved_s``)."""
     if limits.budget_s is None:
         return True
-    return follow_ups.fits(state, limits.budget_s - reserved_s(state), EPOCH_PAIRS_ROUND)
+    return follow_ups.fits(state, limits.budget_s - reserved_s(state), epochs.ROUND)
 
 
 def reserved_s(state: State) -> float:

@@ -94,8 +94,8 @@ def _over_epochs(state: State, workers: int) -> Step:
     where the plan asks for pairs of settings, an epoch of each setting of its next round
     (``epochs.ROUND``: own, other, other, own) in turn in one run of the script (a pair then shares
     the machine's state, as runs a minute apart do not, and the round pays one start and one
-    warm-up epoch), unless this is a data-parallel job or an in-process run gave fewer settings their turn
-    than it asked; in a run of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
+    warm-up epoch), unless this is a data-parallel job or an in-process run gave fewer settings
+    their turn than it asked; in a run of its own over ``EPOCHS_MEASURED`` epochs otherwise."""
     warmup, batches = epochs.sizes(state.limits, state.sizing.warmup)
     turns = epochs.pending(state.points, state.limits, state.current, down=state.loaders_compete)[: epochs.ROUND]
     found = epochs.candidates(state.points, state.limits, state.current, down=state.loaders_compete)
