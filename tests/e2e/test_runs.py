@@ -136,13 +136,18 @@ def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> Non
     assert len(set(sums[switch - 1 :])) == 1 and len(sums) - switch >= 20
 
 
+def starts_of(report: dict) -> int:
+    """The starts of a one-run diagnose's script: two where a disturbed run was measured again."""
+    return 2 if report["time_spent"]["again_s"] else 1
+
+
 def test_real_and_synthetic_take_one_start_and_keep_their_figures_apart(tmp_path: Path) -> None:
     started = tmp_path / "started"
     done = run_fastload("diagnose", TOY, "--modes", "real,synthetic", "--max-batches", "12", "--json", "-",
                         "--", "--load-ms", "1.5", "--step-ms", "1", "--started", str(started))  # fmt: skip
     report = report_of(done)
     # one start of the script for both modes (two where other processes disturbed it: measured again)
-    starts = 2 if report["time_spent"]["again_s"] else 1
+    starts = starts_of(report)
     assert len(started.read_text().splitlines()) == starts
     assert report["time_spent"]["runs"] == starts
     real, synthetic = report["runs"]
@@ -297,6 +302,5 @@ def test_a_script_that_ends_by_itself_leaves_as_python_would_short_of_the_teardo
     assert (tmp_path / "atexit").read_text() == "ran"
     # each start of the script flushed its 32 steps: one, or two where other processes disturbed the
     # run and fastload measured it again
-    starts = 2 if report["time_spent"]["again_s"] else 1
-    assert (tmp_path / "log.txt").read_text() == "step\n" * 32 * starts
+    assert (tmp_path / "log.txt").read_text() == "step\n" * 32 * starts_of(report)
     assert not (tmp_path / "torn-down").exists()

@@ -13,7 +13,7 @@ from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
 from fastload_cli.runner.child import in_process as points
 from fastload_cli.runner.child import modes
 from fastload_cli.runner.child.modes import EpochState, LoaderState
-from tests.unit.child.test_interleave import Events
+from tests.unit.child.test_interleave import Events, counted
 
 
 class Numbers(Dataset):
@@ -31,17 +31,10 @@ def run_epochs(
     parent says the setting in force settled after this many batches; ``at_epochs``: settings
     take over only as epochs start."""
     events = Events()
-
-    def timed(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
-        batch = produce(iterator)
-        epoch.index += 1
-        epoch.loader.batches += 1
-        return batch
-
     actuator = points.InProcessSettings(
         spec=ChildSpec(mode=ModeSpec(mode=Mode.IN_PROCESS), turns=settings, turn_at_epochs=at_epochs),
         channel=events,
-        timed=timed,
+        timed=counted,
     )  # type: ignore[arg-type]
     arguments: dict[str, Any] = {"dataset": Numbers(), "batch_size": 4, "shuffle": True}
     actuator.before_init(arguments, loader_id=1)

@@ -49,6 +49,15 @@ class Events:
         self.emit(EventKind.SUBSTITUTION, **fields, undone=bool(undone), reason=undone)
 
 
+def counted(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
+    """The sensor's part an actuator relies on, by hand: the batch produced, and counted in its
+    epoch and its loader."""
+    batch = produce(iterator)
+    epoch.index += 1
+    epoch.loader.batches += 1
+    return batch
+
+
 def split_actuator(events: Events, **spec: Any) -> InterleavedSplit:
     def timed(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
         epoch.loader.batches += 1

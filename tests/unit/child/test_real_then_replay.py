@@ -17,7 +17,7 @@ from torchvision.transforms import v2
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
 from fastload_cli.runner.child import modes
 from fastload_cli.runner.child.modes import EpochState, LoaderState, RealThenReplay
-from tests.unit.child.test_interleave import Events
+from tests.unit.child.test_interleave import Events, counted
 
 
 def slow(x: Any) -> Any:
@@ -109,15 +109,8 @@ def test_a_loader_first_iterated_after_the_switch_is_not_timed_again(monkeypatch
     # breakdown stays the one timed on the loader switched first
     monkeypatch.setattr(modes.NextAsked, "asked", False)
     events = Events()
-
-    def timed(epoch: EpochState, produce: Any, iterator: Any, *, synthetic: bool) -> Any:
-        batch = produce(iterator)
-        epoch.index += 1
-        epoch.loader.batches += 1
-        return batch
-
     spec = ChildSpec(mode=ModeSpec(mode=Mode.REAL_SYNTHETIC), breakdown_items=8)
-    actuator = RealThenReplay(spec=spec, channel=events, timed=timed)  # type: ignore[arg-type]
+    actuator = RealThenReplay(spec=spec, channel=events, timed=counted)  # type: ignore[arg-type]
     loaders = {1: DataLoader(Numbers(), batch_size=4), 2: DataLoader(Numbers(), batch_size=4)}  # the script's
     for loader_id, batches, word_at in ((1, 6, 3), (2, 2, -1)):
         state = LoaderState(loader_id=loader_id, collated=True)
