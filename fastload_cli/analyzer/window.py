@@ -13,6 +13,7 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span
@@ -201,6 +202,15 @@ class _Waits:
 def _other_waits(run: Batches, loader_id: int) -> _Waits | None:
     waits = [(b.wait_start_ns, b.wait_end_ns) for b in run.batches if b.loader_id != loader_id]
     return _Waits(waits) if waits else None
+
+
+def in_lockstep(stalled: Sequence[int], batches: int, workers: int) -> bool:
+    """The stalls (indices among ``batches`` steady waits) recur a round apart (``workers``
+    batches) in at least ``LOCKSTEP_ROUNDS`` of the rounds measured: workers that start together
+    and finish together, the loop waiting once a round for the first of them. Slow samples or
+    bursts stall where they fall, seldom a round after the last stall."""
+    apart = sum(b - a == workers for a, b in pairwise(stalled))
+    return workers >= 2 and apart >= th.LOCKSTEP_ROUNDS * batches / workers
 
 
 def spans(steps: list[LoopStep]) -> list[Span]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from fastload_cli.analyzer import analyze, search
-from fastload_cli.analyzer.facts.gather import gather_facts
+from fastload_cli.analyzer.facts.gather import gather_facts, waits_in_lockstep
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.pathologies import memory
 from fastload_cli.analyzer.same_batches import compare
@@ -161,6 +161,33 @@ def test_slow_samples_among_many_workers_are_still_found(workers: int, seed: int
     for i in rng.sample(range(2 * workers + 1, len(waits) - workers), 6):
         waits[i] = 1500.0
     assert PathologyKind.SLOW_SAMPLES in kinds(real(waits, workers=workers, compute_ms=57.0))
+
+
+def sleeping_pair(rounds: int = 16, seed: int = 0) -> list[float]:
+    """A GPU host's shape (zoo/gpu_paced.py, as its real run recorded it): two workers that sleep 96 ms
+    a batch on storage latency, started together, beside a 40 ms step: the loop eats both batches
+    of a round and waits about 30 ms for the next round's first."""
+    rng = random.Random(seed)
+    return [w for _ in range(rounds) for w in (rng.uniform(14.0, 38.0), rng.uniform(0.3, 2.2))]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spikes_once_a_round_of_workers_are_waits_in_lockstep(seed: int) -> None:
+    assert waits_in_lockstep(real(STARTUP_BURST_MS[:4] + sleeping_pair(seed=seed), workers=2, compute_ms=40.0))
+    for workers in (4, 8, 16):
+        waits = [900.0] + [0.0] * (2 * workers - 1) + lockstep(workers, seed=seed)
+        assert waits_in_lockstep(real(waits, workers=workers, compute_ms=57.0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spikes_where_they_fall_are_not_waits_in_lockstep(seed: int) -> None:
+    # workers that keep up on average, and a batch now and then that takes a round of steps more
+    rng = random.Random(seed)
+    for workers in (2, 4, 8):
+        waits = [900.0] + [0.0] * (2 * workers - 1) + [rng.choice((0.2, 0.5, 1.0)) for _ in range(120)]
+        for i in rng.sample(range(2 * workers + 1, len(waits)), 12):
+            waits[i] = 30.0
+        assert not waits_in_lockstep(real(waits, workers=workers, compute_ms=40.0))
 
 
 # -- workers that idle or repeat each other -------------------------------------------------------

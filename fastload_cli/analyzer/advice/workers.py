@@ -176,9 +176,14 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
 
 
 def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
-    """Spiky waits while the workers idle: a deeper queue smooths them."""
+    """Spiky waits while the workers idle: a deeper queue smooths them. Not where the spikes recur
+    once a round of the workers' batches (``waits_in_lockstep``): workers that wait on latency
+    together and fall short of the step every round never get ahead to fill a deeper queue; more
+    of them do."""
     loader, real, p50, p90 = f.loader, f.real, f.wait_ms_p50, f.wait_ms_p90
     if loader is None or loader.num_workers == 0 or real is None or p50 is None or p90 is None:
+        return None
+    if f.waits_in_lockstep:
         return None
     busy = real.loader_busy_fraction
     if busy is None or busy > th.LOADER_IDLE or p90 < th.WAIT_SPIKE_MIN_MS or p90 < th.WAIT_SPIKY_RATIO * max(p50, 0.1):

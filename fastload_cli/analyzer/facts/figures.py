@@ -34,6 +34,9 @@ class Figures:
     startup_busy: float | None = None  # real run: the workers' CPU share during those start-ups
     wait_ms_p50: float | None = None  # real run: the loop's wait per step, median
     wait_ms_p90: float | None = None
+    # real run: its long waits recur once a round of num_workers batches (workers in lockstep that
+    # fall short every round, not bursts a deeper queue could absorb)
+    waits_in_lockstep: bool = False
     memory_available_bytes: int | None = None  # free memory when the real run started
     ranks_per_node: int = 1  # a data-parallel job's local ranks: they share the node's cores and memory
     tried: tuple[FixResult, ...] = ()  # runs with fixes applied, against the real run

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from fastload_cli.analyzer import search
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.caveats import disturbed, replayed
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.metrics import Span, percentile, workers_busy_fraction
 from fastload_cli.analyzer.pooled import pooled
-from fastload_cli.analyzer.window import NS, primary_loader, primary_loader_id, steady_steps
+from fastload_cli.analyzer.window import NS, in_lockstep, primary_loader, primary_loader_id, steady_steps
 from fastload_cli.records import CACHE_LOCATION, BatchInfo, Mode, RunResult, RunStatus, RunSummary, SweepResult
 
 
@@ -109,6 +110,7 @@ def gather_facts(
         startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
         wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
         wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
+        waits_in_lockstep=waits_in_lockstep(real_run) if real_run else False,
         memory_available_bytes=real_run.memory_available_bytes if real_run else None,
         ranks_per_node=max(len(real_run.ranks), 1) if real_run else 1,
     )
@@ -178,6 +180,25 @@ def between_epochs(run: RunResult) -> tuple[float, ...]:
 
 def _wait_ms(run: RunResult, q: float) -> float | None:
     return percentile([s.wait_ns / 1e6 for s in steady_steps(run)], q)
+
+
+def waits_in_lockstep(run: RunResult) -> bool:
+    """The real run's long waits recur a round of its workers' batches apart (``in_lockstep``):
+    workers that start together, finish together and fall short of the step every round. A long
+    wait: at least ``WAIT_SPIKE_MIN_MS``, and the longest within a round either side of it (a
+    round's stall, however much the other waits of the round vary)."""
+    loader, steps = primary_loader(run), steady_steps(run)
+    if loader is None or loader.num_workers < 2 or len(steps) < th.MIN_STEADY_BATCHES:
+        return False
+    waits, workers = [s.wait_ns / 1e6 for s in steps], loader.num_workers
+    stalls = [
+        i
+        for i, w in enumerate(waits)
+        if w >= th.WAIT_SPIKE_MIN_MS
+        and w > max(waits[max(0, i - workers + 1) : i], default=0.0)
+        and w >= max(waits[i + 1 : i + workers], default=0.0)
+    ]
+    return in_lockstep(stalls, len(waits), workers)
 
 
 def _own_setting(runs: Sequence[RunResult], summaries: Sequence[RunSummary]) -> tuple[RunResult, RunSummary] | None:

@@ -6,11 +6,10 @@ IterableDataset, a digest of each batch's first and last samples. Pure."""
 from __future__ import annotations
 
 from collections import Counter
-from itertools import pairwise
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
-from fastload_cli.analyzer.window import NS, loader_batches, steady_steps
+from fastload_cli.analyzer.window import NS, in_lockstep, loader_batches, steady_steps
 from fastload_cli.formatting import pct
 from fastload_cli.records import Pathology, PathologyKind, RunResult
 
@@ -80,7 +79,7 @@ def _held_up(waits: list[int], stalled: list[int], workers: int, median: int) ->
     are, not a round apart every round (workers in lockstep: every batch of a round equally late)."""
     if 2 * sum(_others_ready(waits, i, workers, median) for i in stalled) <= len(stalled):
         return False
-    return not _lockstep(stalled, len(waits), workers)
+    return not in_lockstep(stalled, len(waits), workers)
 
 
 def _others_ready(waits: list[int], stall: int, workers: int, median: int) -> bool:
@@ -88,14 +87,6 @@ def _others_ready(waits: list[int], stall: int, workers: int, median: int) -> bo
     ready: the stall held it up, as in-order delivery does behind a slow sample."""
     ready = max(th.SLOW_TAIL_READY_RATIO * median, th.SLOW_TAIL_READY_MS * 1e6)
     return any(w <= ready for w in waits[stall + 1 : stall + workers])
-
-
-def _lockstep(stalled: list[int], batches: int, workers: int) -> bool:
-    """The stalls recur a round apart (``workers`` batches) in most of the rounds measured: workers
-    that start together and finish together, the loop waiting once a round for the first of them.
-    Slow samples stall where they fall, seldom a round after the last stall."""
-    apart = sum(b - a == workers for a, b in pairwise(stalled))
-    return apart >= th.LOCKSTEP_ROUNDS * batches / workers
 
 
 def idle_workers(run: RunResult, f: Facts) -> Pathology | None:
