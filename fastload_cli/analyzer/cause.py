@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.formatting import capitalised, pct, samples_rate
-from fastload_cli.records import Bottleneck, Finding, FindingKind, RunSummary
+from fastload_cli.records import Bottleneck, Finding, FindingKind, RunSummary, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +114,14 @@ def capacity(f: Facts) -> list[Finding]:
 
 IO_LATENCY = "IO-bound input pipeline (storage or latency)"
 CAUSE_UNKNOWN = "Input-bound; the cause (CPU or IO) could not be measured"
+
+
+def asleep_unexplained(verdict: Verdict) -> bool:
+    """Loading costs the time, or part of it, and its loaders slept with nothing to show why
+    (``LOADERS_IDLE``, cause unknown): workers that wait on latency, or that keep up and sleep on
+    a full queue while something else costs the time. More workers tell them apart: more reads in
+    flight train faster (``Facts.storage_evidence``), a fuller queue does not."""
+    return verdict.bottleneck is Bottleneck.INCONCLUSIVE and bool(verdict.of(FindingKind.LOADERS_IDLE))
 
 
 def _competing_cause(f: Facts, evidence: list[Finding], who: str, busy: float) -> Cause:

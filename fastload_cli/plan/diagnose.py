@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
+from fastload_cli.analyzer.cause import asleep_unexplained
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.settle import rough_error
@@ -29,15 +30,7 @@ from fastload_cli.formatting import pct
 from fastload_cli.plan import follow_ups
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
-from fastload_cli.plan.runs import (
-    CACHING,
-    breakdown_step,
-    covered,
-    in_turn_step,
-    mode_step,
-    split_step,
-    why_skip,
-)
+from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_step, mode_step, split_step, why_skip
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
@@ -335,21 +328,31 @@ def why_not_sweep(analysis: Analysis) -> str | None:
     measured whatever the verdict and however busy the cores are. So are they where the workers
     keep up while they take the step's cores (``_compete``), whatever cause the verdict names.
     Loading that waits on storage or latency (``io``) is swept however busy the cores are too: its
-    workers sleep, and more of them keep more reads in flight without a core of their own.
+    workers sleep, and more of them keep more reads in flight without a core of their own. So are
+    loaders asleep with nothing to show why (``asleep_unexplained``): the sweep tells latency from
+    loaders that keep up.
     """
     facts = analysis.facts
     if facts.restarts_dominate:
         return "the workers' start-up every epoch is the limit, and more workers only start more of them"
     if facts.cheap_batches is not None:
         return None
+    if _latency_suspected(analysis):
+        return None
     if analysis.verdict.bottleneck not in (Bottleneck.CPU, Bottleneck.IO):
         return NOT_INPUT_BOUND
-    if _compete(analysis) or analysis.verdict.bottleneck is Bottleneck.IO:
+    if _compete(analysis):
         return None
     if facts.cores_saturated:
         assert facts.real is not None and facts.real.system_cpu_busy_fraction is not None
         return f"the cores were {100 * facts.real.system_cpu_busy_fraction:.0f}% busy: more workers cannot help"
     return None
+
+
+def _latency_suspected(analysis: Analysis) -> bool:
+    """Loading waits on storage or latency (``io``), or may: its loaders slept with nothing to show
+    why (``asleep_unexplained``), which only more workers can tell from loaders that keep up."""
+    return analysis.verdict.bottleneck is Bottleneck.IO or asleep_unexplained(analysis.verdict)
 
 
 def _compete(analysis: Analysis) -> bool:
@@ -391,10 +394,12 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
         why = "Handing batches over from workers may cost more than building them"
     elif _compete(analysis):
         why = "The workers keep up but take the step's cores, so fewer may train faster"
+    elif asleep_unexplained(analysis.verdict):
+        why = "The loaders slept and nothing shows why: more of them gain only if they wait on latency"
     else:
         why = "Loading is the limit and the cores are not all busy"
     # Loading that waits on latency: fewer workers only put fewer reads in flight.
-    io = analysis.verdict.bottleneck is Bottleneck.IO and not cheap
+    io = _latency_suspected(analysis) and not cheap
     start = (facts.num_workers or 0) if io else 0
     return AfterModes(
         sweep=True,

@@ -470,6 +470,33 @@ def test_diagnose_sweeps_workers_partly_busy_on_full_cores_while_the_loop_keeps_
         assert diagnose.why_not_sweep(behind) == "the cores were 98% busy: more workers cannot help"
 
 
+def test_diagnose_sweeps_loaders_asleep_with_nothing_to_show_why_and_reads_what_more_of_them_gain() -> None:
+    """zoo/gpu_paced.py on 2 cores: two workers on a CPU 4% of the time, asleep on a storage round
+    trip, the loop waiting 19% of the time (under the line where the wait alone shows latency) and
+    free inputs 1.29x as fast. Nothing shows why the workers sleep, so the verdict cannot name the
+    cause; more workers can (3 trained 1.26x as fast as 2 in plain runs)."""
+    asleep = Facts(
+        real=b.summary(throughput=320.0, wait=0.19, busy=0.04, system=0.2),
+        synthetic=b.summary("synthetic", throughput=412.0),
+        loader=b.loader(),
+        cpu_count=2,
+    )
+    verdict = decide(asleep)
+    assert verdict.bottleneck is Bottleneck.INCONCLUSIVE and verdict.of(FindingKind.LOADERS_IDLE)
+    then = diagnose.after_modes(
+        Analysis(summaries=(), verdict=verdict, recommendations=(), facts=asleep), may_sweep=True, breakdown_asked=False
+    )
+    assert then.sweep and then.min_workers == 2 and "nothing shows why" in then.why
+    # the sweep measured 3 workers 1.24x as fast: they wait on latency
+    faster = b.sweep_result(best_workers=3, recommended_workers=3, speedup=1.24, significant=True)
+    swept = decide(dataclasses.replace(asleep, sweep=faster))
+    assert swept.bottleneck is Bottleneck.IO
+    assert "num_workers=3 trained 1.24x as fast as 2" in swept.of(FindingKind.LOADERS_IDLE)[0].sentence
+    # none faster: the loaders kept up, and the cause stays unknown
+    same = b.sweep_result(best_workers=3, recommended_workers=2, speedup=1.0)
+    assert decide(dataclasses.replace(asleep, sweep=same)).bottleneck is Bottleneck.INCONCLUSIVE
+
+
 def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake_pipeline(monkeypatch)
     measured = session.run_mode

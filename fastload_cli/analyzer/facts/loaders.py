@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.facts.ceiling import CeilingFacts
+from fastload_cli.analyzer.facts.sweep import SweepFacts
 
 
-class LoaderFacts(CeilingFacts):
+class LoaderFacts(CeilingFacts, SweepFacts):
     __slots__ = ()
 
     @property
@@ -57,9 +58,10 @@ class LoaderFacts(CeilingFacts):
     def storage_evidence(self) -> str | None:
         """What shows the real run waiting on storage or latency, in words, or None.
 
-        Reads from storage, iowait, or a loop that waits for data while the loaders sleep. Loaders
-        that sleep prove nothing alone: workers that keep up sleep because their queue is full, and
-        then the loop does not wait. Nor does a wait beside loaders busy more than ``LOADER_IDLE``:
+        Reads from storage, iowait, a loop that waits for data while the loaders sleep, or more
+        sleeping loaders that trained faster (``_more_reads_in_flight``). Loaders that sleep prove
+        nothing alone: workers that keep up sleep because their queue is full, and then the loop
+        does not wait. Nor does a wait beside loaders busy more than ``LOADER_IDLE``:
         batches are delivered in order, so the loop waits on the worker computing the next one
         while the others sleep on their full queues.
         """
@@ -77,7 +79,20 @@ class LoaderFacts(CeilingFacts):
         asleep = busy is None or busy <= th.LOADER_IDLE
         if wait is not None and wait >= th.WAIT_INPUT_BOUND and asleep:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
-        return None
+        return self._more_reads_in_flight if asleep else None
+
+    @property
+    def _more_reads_in_flight(self) -> str | None:
+        """A sweep measured more workers faster beyond its noise (``sweep_gain``), on cores neither
+        full nor slowing the step, with loaders asleep: more of them, each as idle, put more reads
+        in flight. Loaders that keep up, sleeping on a full queue, gain nothing from company."""
+        found, gain, current = self.sweep, self.sweep_gain, self.num_workers
+        if found is None or gain is None or current is None or self.cores_saturated or self.contended:
+            return None
+        more = found.recommended_workers
+        if more is None or more <= current:
+            return None
+        return f"num_workers={more} trained {gain:.2f}x as fast as {current} (the sweep): more reads in flight"
 
     @property
     def reads_are_evidence(self) -> bool:
