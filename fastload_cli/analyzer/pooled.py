@@ -1,7 +1,7 @@
 """Runs of one mode measured more than once, read as one: their windows joined.
 
 A ceiling within its noise of the line between compute-bound and partly input-bound is measured
-again (``plan.diagnose.measure_again``); the verdict then reads the real and synthetic runs pooled, so
+again (``plan.again.measure_again``); the verdict then reads the real and synthetic runs pooled, so
 that neither run's luck decides it alone, and their disagreement counts as noise. The ceiling and
 the step's slowdown are read pair by pair instead (``Facts.pairs``): a shared machine's pace drifts
 between the pairs, which a ratio of pooled runs would mix in.

@@ -46,7 +46,7 @@ def real_settled(run: Batches) -> bool:
     it stands for is read only once the synthetic run is measured, and only where that ceiling
     lands within twice the real estimate's error of a line the verdict draws can more batches
     turn the verdict; diagnose then measures the pair again (``rough_error``,
-    ``plan.diagnose.measure_again``). A bursty loop (workers fighting the step over the cores, slow
+    ``plan.again.measure_again``). A bursty loop (workers fighting the step over the cores, slow
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
     ``settled``)."""

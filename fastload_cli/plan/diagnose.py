@@ -12,12 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import Analysis, ranks, search, split
-from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import asleep_unexplained
-from fastload_cli.analyzer.facts import Facts
 from fastload_cli.analyzer.search import epochs
-from fastload_cli.analyzer.settle import rough_error
-from fastload_cli.analyzer.verdict import broken_comparison
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import (
     AGAIN_BUDGET_S,
@@ -26,19 +22,17 @@ from fastload_cli.config import (
     DEFAULT_SWEEP_BATCHES,
     RunConfig,
 )
-from fastload_cli.formatting import pct
-from fastload_cli.plan import follow_ups
+from fastload_cli.plan import again, follow_ups
+from fastload_cli.plan.again import AGAIN, script_failed
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
 from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_step, mode_step, split_step, why_skip
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
-from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult, RunStatus
+from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
-AGAIN = (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC))  # the pair measured again near the line
-LINES = (th.CEILING_COMPUTE_BOUND, th.CEILING_INPUT_BOUND)  # the lines the verdict draws on the ceiling
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +66,7 @@ class Diagnose:
             (Part.STRAGGLER, self._straggler),
             (Part.AFTER_MODES, self._after_modes),
             (Part.SWEEP, self._sweep),
+            (Part.AGAIN_LATE, self._again_late),
             (Part.BREAKDOWN, self._breakdown),
             *(follow_ups.parts(self.runs_from, lambda state: decided(state).cached) if self.follow_ups else ()),
         )
@@ -97,15 +92,41 @@ class Diagnose:
     def _again(self, state: State) -> Step | None:
         taken = state.taken(Part.AGAIN)
         if not taken:
-            why = measure_again(state.analysis, state.runs, state.elapsed_s)
+            why = again.measure_again(state.analysis, state.runs, state.elapsed_s)
             if why is None:
                 return None
-            step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), Part.AGAIN))
-            return replace(step, notes=((None, why), *step.notes))
-        done = covered(taken)
-        if done < len(AGAIN):
-            return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), Part.AGAIN)
-        return None
+            if self._sweeps(state) and again.after_sweep(state.analysis, state.runs):
+                return Step(part=Part.AGAIN, notes=((None, again.waiting(why)),), later=True)
+            return self._pair(state, Part.AGAIN, why)
+        return None if taken[0].later else self._pair(state, Part.AGAIN)
+
+    def _again_late(self, state: State) -> Step | None:
+        """The pair that waited for the sweep (``again.after_sweep``), unless the sweep settled the verdict."""
+        waited = state.taken(Part.AGAIN)
+        if not waited or not waited[0].later:
+            return None
+        taken = state.taken(Part.AGAIN_LATE)
+        if taken:
+            return None if taken[0].config is None else self._pair(state, Part.AGAIN_LATE)
+        why = again.settled(state.analysis)
+        return (
+            Step(part=Part.AGAIN_LATE, notes=((None, why),))
+            if why
+            else self._pair(state, Part.AGAIN_LATE, again.UNSETTLED)
+        )
+
+    def _pair(self, state: State, part: Part, why: str | None = None) -> Step | None:
+        """The pair's next run; its first (``why`` given: its note) timing loading at its switch."""
+        if why is None:
+            done = covered(state.taken(part))
+            return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), part) if done < 2 else None
+        step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), part))
+        return replace(step, notes=((None, why), *step.notes))
+
+    def _sweeps(self, state: State) -> bool:
+        """The measured modes, as they read now, ask for a num_workers sweep."""
+        then = after_modes(state.analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
+        return then.sweep and self.max_workers is not None
 
     def _straggler(self, state: State) -> Step | None:
         if state.taken(Part.STRAGGLER):
@@ -129,7 +150,7 @@ class Diagnose:
                 state.sweep_limits(self.max_workers),
                 min_workers=then.min_workers,
                 guided=then.guided,
-                budget_s=AGAIN_BUDGET_S,
+                budget_s=AGAIN_BUDGET_S - self._waiting_s(state),
             )
         notes = ((None, then.why),) if then.why else ()
         reserved = follow_ups.past_budget(state.analysis, state.runs) if sweep else 0
@@ -142,6 +163,13 @@ class Diagnose:
             cached=then.cached,
             reserved=reserved,
         )
+
+    def _waiting_s(self, state: State) -> float:
+        """What the pair that waits for the sweep would take: the sweep's budget leaves it room."""
+        waited = state.taken(Part.AGAIN)
+        if not waited or not waited[0].later:
+            return 0.0
+        return again.pair_s(state.analysis.facts, apart=state.base.launcher is not None)
 
     def _sweep(self, state: State) -> Step | None:
         if not decided(state).sweep:
@@ -240,86 +268,6 @@ def wants_split(modes: Sequence[ModeSpec]) -> bool:
     return {Mode.CACHED, Mode.NO_AUG} <= {spec.mode for spec in modes}
 
 
-def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: float = 0.0) -> str | None:
-    """Why the real and synthetic runs are measured again, or None: the ceiling is within the
-    runs' noise of ``CEILING_COMPUTE_BOUND``, the line between a step that is the limit and loading
-    that costs part of the time, where one run's luck would decide the verdict; or the synthetic
-    run was slower than the real one beyond their noise (``broken_comparison``), which free inputs
-    cannot be and a machine whose other load changed between the runs can; or the ceiling reads
-    the step as the limit while the training process got its CPU back with free inputs on full
-    cores (``Facts.step_starved``), as a machine that ran slower during the synthetic run reads;
-    or the ceiling reads loading as the limit where nothing in the loop could have cost it that
-    (``_contradicted``); or a real run that stopped short of settling left the ceiling within
-    twice its error of a line (``_rough_near_line``). Once, and only while the pair would end
-    within ``AGAIN_BUDGET_S`` of the command's start (``elapsed_s`` ago): the verdict then reads
-    each mode's two runs pooled (``pooled``), and the ceiling and the step's slowdown pair by pair
-    (``Facts.pairs``)."""
-    f = analysis.facts
-    ceiling = f.ceiling
-    pair_s = sum(s.run_wall_s or 0.0 for s in (f.real, f.synthetic) if s is not None)
-    if elapsed_s + pair_s > AGAIN_BUDGET_S or sum(r.spec.mode is Mode.REAL for r in done) != 1:
-        return None
-    if ceiling is None or f.restarts_dominate or f.transfer_bound or script_failed(analysis) is not None:
-        return None
-    if broken_comparison(f) is not None and not f.disturbed:  # a disturbed run was measured again already
-        return (
-            f"With free inputs (synthetic) training ran {ceiling:.2f}x as fast as the real run, which free inputs "
-            "cannot do: measuring real and synthetic again."
-        )
-    if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
-        return None
-    return _contradicted(f, ceiling) or _near_line(f, ceiling) or _rough_near_line(done, ceiling)
-
-
-def _contradicted(f: Facts, ceiling: float) -> str | None:
-    """Why the ceiling contradicts what the loop shows, or None: the step read as the limit while
-    the training process got its CPU back with free inputs on full cores; or loading read as the
-    limit while the loop waited for data less than ``WAIT_COMPUTE_BOUND`` and nothing loads
-    beside the step (num_workers=0, no pinning), so that loading, all inside that wait, cannot
-    have cost the rest: a slow stretch of the machine during the real run reads so."""
-    if ceiling < th.CEILING_COMPUTE_BOUND and f.step_starved and f.cpu_regained is not None:
-        return (
-            f"The ceiling, {ceiling:.2f}x, reads the step as the limit, yet with free inputs the training process "
-            f"had {f.cpu_regained:.2f}x the CPU it had beside the loaders, every core busy: measuring real and "
-            "synthetic again."
-        )
-    wait = f.real.data_wait_fraction if f.real is not None else None
-    if ceiling < th.CEILING_INPUT_BOUND or wait is None or wait >= th.WAIT_COMPUTE_BOUND or f.concurrent_loading:
-        return None
-    return (
-        f"The ceiling, {ceiling:.2f}x, reads loading as the limit, yet the loop waited for data {pct(wait)} of the "
-        "time and nothing loads beside its step: measuring real and synthetic again."
-    )
-
-
-def _near_line(f: Facts, ceiling: float) -> str | None:
-    """Why a ceiling within the runs' noise of ``CEILING_COMPUTE_BOUND`` is measured again, or None."""
-    if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
-        return None
-    return (
-        f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "
-        f"{th.CEILING_COMPUTE_BOUND:.2f}x: measuring real and synthetic again."
-    )
-
-
-def _rough_near_line(done: Sequence[RunResult], ceiling: float) -> str | None:
-    """Why a ceiling read from a real run that stopped short of settling (``settle.real_settled``'s
-    looser rule, or ``--max-batches``) is measured again, or None: it lies within twice the real
-    estimate's error (``settle.rough_error``) of a line the verdict draws on the ceiling, where
-    more batches could have turned the verdict."""
-    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
-    error = rough_error(real) if real is not None else None
-    if error is None:
-        return None
-    line = next((x for x in LINES if abs(ceiling / x - 1) < 2 * error), None)
-    if line is None:
-        return None
-    return (
-        f"The ceiling, {ceiling:.2f}x, is within twice the real run's error (±{100 * error:.0f}%) of {line:.2f}x: "
-        "measuring real and synthetic again."
-    )
-
-
 def why_not_sweep(analysis: Analysis) -> str | None:
     """Why measuring num_workers settings would not help, or None when it may.
 
@@ -409,17 +357,6 @@ def after_modes(analysis: Analysis, *, may_sweep: bool, breakdown_asked: bool) -
         cached=cached,
         guided=not cheap,
     )
-
-
-def script_failed(analysis: Analysis) -> str | None:
-    """Why nothing is measured against the real run's rate, or None: the script raised (or exited
-    with an error) in its real run, so the batches before the error are no rate to weigh a
-    setting, a cache or a loading step against (in runs that raise in turn); the error, and a
-    pathology's fix where one is named, are what the report is for."""
-    real = analysis.facts.real
-    if real is None or real.status is not RunStatus.FAILED:
-        return None
-    return "The script failed in the real run"
 
 
 def freeing_the_straggler(analysis: Analysis, done: Sequence[RunResult], *, multi_node: bool) -> ModeSpec | None:

@@ -119,7 +119,7 @@ def _timed(
     """``outcome`` with where ``run`` (``cut``: the settings' runs it measured in turn, or itself)
     and ``superseded`` spent their time: a run measures again what another did where its step
     says so, or where one of the two was superseded."""
-    again = step.keep is Keep.AGAIN or step.part is Part.AGAIN or superseded is not None
+    again = step.keep is Keep.AGAIN or step.part in (Part.AGAIN, Part.AGAIN_LATE) or superseded is not None
     found = [time_spent.of_run(run, time_spent.windows(cut), again=again)]
     if superseded is not None:
         found.insert(0, time_spent.of_run(superseded, time_spent.windows((superseded,)), again=True))

@@ -26,6 +26,7 @@ class Part(enum.Enum):
     AFTER_MODES = "after modes"  # what diagnose runs once its modes are measured, decided
     SWEEP = "sweep"  # the num_workers search
     VARIANTS = "variants"  # sweep-workers' prefetch_factor / pin_memory variants
+    AGAIN_LATE = "again after the sweep"  # real and synthetic measured again where the sweep left it open
     BREAKDOWN = "breakdown"  # each loading step timed
     FIXES = "fixes"  # try's runs with fixes applied
     FOLLOW_UPS = "follow-ups"  # diagnose's runs that verify its advice, within its budget
@@ -67,6 +68,7 @@ class Step:
     # What the plan decided for the steps after this one:
     mode: ModeSpec | None = None  # MODES: the mode this step stands for, run or not
     then: ModeSpec | None = None  # MODES, AGAIN: the mode its run measured after ``mode``'s, in turn
+    later: bool = False  # AGAIN: the pair waits for the sweep, which may settle the verdict (``again.after_sweep``)
     sweep: bool = False  # AFTER_MODES: a num_workers sweep follows
     breakdown: bool = False  # AFTER_MODES: the breakdown follows
     cached: bool = False  # AFTER_MODES: the cached run is among the follow-ups

@@ -8,7 +8,7 @@ import pytest
 
 from fastload_cli.analyzer import analyze
 from fastload_cli.analyzer.pooled import pooled
-from fastload_cli.plan.diagnose import measure_again
+from fastload_cli.plan.again import measure_again
 from fastload_cli.records import Bottleneck
 from tests.unit import builders as b
 

@@ -362,3 +362,57 @@ def test_a_cached_run_decodes_a_settled_windows_worth_of_samples_not_every_batch
     assert cached.cache_bytes == int(8 * GIB * th.RAM_CACHE_SHARE)
     short = dataclasses.replace(BASE, max_batches=4)  # a run asking for fewer decodes no more than it asks
     assert state.with_cache(short).child.cache_batches == short.requested_batches
+
+
+def near_the_line(gain: float) -> Callable[[RunConfig], RunResult]:
+    """A script whose ceiling lies on the compute line: at its 2 workers a step of 11.5 ms, of which
+    it waits 1.5 ms (13%), and 10 ms with free inputs; more workers train ``gain`` times as fast
+    (a synthetic run slowed by the machine reads a ceiling below what the sweep finds)."""
+
+    def measure(config: RunConfig) -> RunResult:
+        spec = config.spec
+        if spec.mode is Mode.REAL_SYNTHETIC:
+            real, synthetic = (measure(config.with_mode(ModeSpec(mode=m))) for m in PAIR)
+            return b.in_turn(real, synthetic)
+        if spec.mode in (Mode.SPLIT, Mode.BREAKDOWN):
+            return pipeline(config)
+        workers = spec.workers if spec.workers is not None else 2
+        faster = gain if workers > 2 else 1.0
+        wait, compute = (0.05, 10.0) if spec.mode is Mode.SYNTHETIC else (1.5 / faster, 10.0 / faster)
+        batch_list = b.batches([wait] * config.requested_batches, compute)
+        loader = b.loader(num_workers=workers, augmentations=("ColorJitter()",))
+        if spec.mode is Mode.WORKERS:
+            loader = dataclasses.replace(loader, original_num_workers=2)
+        samples = b.host_samples(
+            batch_list[-1].wait_end_ns, worker_cores=(0.9,) * workers, system_busy=0.3, cpu_count=16
+        )
+        found = b.run(spec.label, batch_list, loaders=[loader], samples=samples, warmup=config.warmup)
+        return dataclasses.replace(found, spec=spec, cpu_count=16)
+
+    return measure
+
+
+def test_a_ceiling_near_the_line_is_measured_again_after_the_sweep_only_where_the_sweep_leaves_it_open() -> None:
+    # the sweep measures 3 workers 1.4x as fast: the verdict stands on it, whatever the ceiling
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32), near_the_line(1.4))
+    parts = [s.part for s in steps]
+    (waiting,) = [s for s in steps if s.part is Part.AGAIN]
+    assert waiting.later and waiting.config is None and "after the num_workers sweep" in waiting.notes[0][1]
+    (settled,) = [s for s in steps if s.part is Part.AGAIN_LATE]
+    assert settled.config is None and "settles the verdict" in settled.notes[0][1]
+    assert parts.index(Part.AGAIN_LATE) > max(i for i, p in enumerate(parts) if p is Part.SWEEP)
+    assert [r.spec.label for r in outcome.runs].count("real") == 1
+    found = plan_state.State(outcome=outcome, base=BASE, elapsed_s=0.0).analysis
+    assert found.facts.sweep_confirms_input and not found.facts.pairs
+    # the sweep finds nothing faster: real and synthetic are measured again after it, as the pair
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32), near_the_line(1.0))
+    again = [s for s in steps if s.part is Part.AGAIN_LATE]
+    assert [s.config.spec.label for s in again if s.config is not None] == ["real+synthetic"]
+    assert "did not settle" in again[0].notes[0][1]
+    assert [r.spec.label for r in outcome.runs].count("real") == 2
+    assert sum(t.again for t in outcome.timed) == 1
+    # without a sweep (synthetic-compare), the pair follows the modes at once
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=None), near_the_line(1.0))
+    first = next(s for s in steps if s.part is Part.AGAIN)
+    assert first.config is not None and first.config.spec.label == "real+synthetic" and not first.later
+    assert not any(s.part is Part.AGAIN_LATE for s in steps)
