@@ -166,11 +166,12 @@ def fake_pipeline(
     known: bool = True,
     epoch: int | None = None,
     first_epoch: float = 1.0,
+    free_ms: float = 10.0,
 ) -> list[RunConfig]:
     """run_mode replaced by a pipeline whose step takes max(10 ms, 80 ms / workers): loading
     scales with workers until the 10 ms step is the limit (at 8); the synthetic run's step is
-    10 ms. ``known``: the loaders say the script's own setting; ``epoch``: its batches per epoch;
-    ``first_epoch``: how much longer a step takes in a run measured inside the first epoch."""
+    ``free_ms``. ``known``: the loaders say the script's own setting; ``epoch``: its batches per
+    epoch; ``first_epoch``: how much longer a step takes in a run measured inside the first epoch."""
     calls: list[RunConfig] = []
 
     def run_mode(config, nvml, observer):
@@ -183,7 +184,7 @@ def fake_pipeline(
 
     def one(config):
         n = config.spec.workers if config.spec.workers is not None else own_workers
-        step = 10.0 if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
+        step = free_ms if config.spec.mode is Mode.SYNTHETIC else max(10.0, 80.0 / max(n, 1))
         step *= first_epoch if epoch and config.warmup < epoch else 1.0
         batch_list = b.batches([step - 5.0] * config.requested_batches, 5.0)
         loader = dataclasses.replace(b.loader(num_workers=n), batches_per_epoch=epoch)
@@ -219,13 +220,14 @@ def test_a_sweep_starts_from_the_prediction_and_verifies_it(monkeypatch: pytest.
     own = run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
     outcome = run_sweep(runner, search.Limits(), done=own)
     # own 2 workers: 800 samples/s, 400 per worker; the step takes 3,200 (synthetic): 8 workers.
-    # Then 6 (a quarter fewer): slower, so 8 is the highest and rising: 12 (half as many more), flat.
+    # Then 6 (a quarter fewer): slower. 8 is the highest and the fastest, but it trains at the rate
+    # the step takes with free inputs: no setting above it can do better, so none is measured.
     # 8 is four times as fast as the script's own 2: a second run of each could not change that
-    assert settings(calls[2:]) == [8, 6, 12]
+    assert settings(calls[2:]) == [8, 6]
     result = analyze(outcome.runs, search.Limits()).facts.sweep
     assert result is not None
     assert result.predicted_best == 8 and dict(result.predicted)[8] == pytest.approx(3200, rel=0.01)
-    assert result.prediction_error == pytest.approx(0.0, abs=0.01)  # 6, 8 and 12 measured as predicted
+    assert result.prediction_error == pytest.approx(0.0, abs=0.01)  # 6 and 8 measured as predicted
     assert result.recommended_workers == 8
     assert result.speedup == pytest.approx(4.0, rel=0.01)
     assert result.significant
@@ -253,25 +255,27 @@ def test_each_step_of_a_sweep_computes_the_prediction_once(monkeypatch: pytest.M
     monkeypatch.setattr(search, "next_step", counted_step)
     run_sweep(runner, search.Limits(in_process=in_process), done=own)
     # one question per step, the last one answered "done"; each asked of a state that made one prediction
-    assert len(steps) == (3 if in_process else 4)
+    assert len(steps) == (2 if in_process else 3)
     assert len(predictions) == len(steps)
 
 
 def test_in_process_the_settings_known_in_advance_are_measured_in_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = fake_pipeline(monkeypatch)
+    # free inputs take 9 ms a step (3,556 samples/s), the pipeline at most 10 ms (3,200): 9 workers
+    # predicted, and 7 below them
+    calls = fake_pipeline(monkeypatch, free_ms=9.0)
     runner = session.StepRunner(dataclasses.replace(BASE, max_batches=20), None, lambda spec: None)
     own = run_modes(runner, (ModeSpec(mode=Mode.REAL), ModeSpec(mode=Mode.SYNTHETIC)))
     outcome = run_sweep(runner, search.Limits(in_process=True), done=own)
-    # 8 and 6 are known before either is measured: one run of the script measures both in turn;
-    # 12 depends on what they measured, so it runs after them
-    assert settings(calls[2:]) == [(8, 6), 12]
+    # 9 and 7 are known before either is measured: one run of the script measures both in turn;
+    # 13 depends on what they measured (9 the fastest, short of the step's rate), so it runs after them
+    assert settings(calls[2:]) == [(9, 7), 13]
     in_turn = calls[2]
-    assert in_turn.child.turns == ((8, 16 + 24), (6, 12 + 20))
+    assert in_turn.child.turns == ((9, 18 + 27), (7, 14 + 21))
     assert in_turn.settle is setting_settled  # each setting hands over once its estimate is stable
-    assert [r.label for r in outcome.runs[2:]] == ["workers=8", "workers=6", "workers=12"]
+    assert [r.label for r in outcome.runs[2:]] == ["workers=9", "workers=7", "workers=13"]
     result = analyze(outcome.runs, search.Limits()).facts.sweep
-    assert result is not None and result.recommended_workers == 8
-    assert result.prediction_error == pytest.approx(0.0, abs=0.01)
+    assert result is not None and result.recommended_workers == 9
+    assert result.prediction_error == pytest.approx(0.111, abs=0.01)  # 9 and 13 at 3,200, predicted 3,556
 
 
 def test_a_pair_of_settings_at_epochs_is_one_run_of_exactly_its_epochs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,10 +5,11 @@ there beside idle cores, the search climbs: to as many workers as would make the
 takes with free inputs at the rate per worker measured (at least half as many more), returns
 inside the noise notwithstanding (two flat steps in a row end it). Then the one below the fastest
 (do fewer workers do as well?), then, while the highest setting measured is the fastest beyond the
-noise, settings above it (over short epochs, where throughput rises in steps, the first setting
-of each step instead): the search refines only where the measurements disagree with the
-prediction. An epoch too short for a steady window never caps it: such a setting is measured
-across whole epochs, each one's start-up and drain included, as training experiences them.
+noise and short of the step's rate with free inputs, settings above it (over short epochs, where
+throughput rises in steps, the first setting of each step instead): the search refines only where
+the measurements disagree with the prediction. An epoch too short for a steady window never caps
+it: such a setting is measured across whole epochs, each one's start-up and drain included, as
+training experiences them.
 Memory, ``max_workers``, a failed run and ``PREDICT_MAX_SETTINGS`` end it. Then the best setting
 and the script's own are confirmed as in ``climb``; where the loaders compete with the step, the
 script's own setting and fewer workers that the steady windows did not find slower are measured
@@ -106,9 +107,21 @@ def _around(
         return wanted
     fastest = max(usable(measured[w] for w in wanted), key=throughput, default=None)
     wanted += _below(fastest.workers if fastest is not None else target, limits, down)
-    while (top := _rising_top(measured, wanted)) is not None and top < limits.max_workers:
+    while (
+        (top := _rising_top(measured, wanted)) is not None
+        and top < limits.max_workers
+        and not _fed(measured[top], consumer)
+    ):
         wanted.append(_up(measured[top], limits, consumer))
     return wanted
+
+
+def _fed(top: SweepPoint, consumer: float | None) -> bool:
+    """``top`` trains within ``SWEEP_PREFER_FEWER_WITHIN`` of the rate the step takes with free
+    inputs (``consumer``), or faster: no setting above it can beat it by more, and the sweep would
+    name ``top`` over any that did (``fewest_near_best``). A climb on from there measures
+    nothing the advice could use, and over short epochs its settings may need whole epochs each."""
+    return consumer is not None and throughput(top) >= consumer * (1 - th.SWEEP_PREFER_FEWER_WITHIN)
 
 
 def _up(top: SweepPoint, limits: Limits, consumer: float | None) -> int:

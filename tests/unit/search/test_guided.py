@@ -71,6 +71,21 @@ def test_a_climb_aims_at_the_rate_the_step_takes_with_free_inputs() -> None:
     assert verify(model, Limits(), current=4, predicted=aimed)[:3] == [6, 11, 17]
 
 
+def test_a_climb_ends_once_a_setting_trains_at_the_rate_the_step_takes_with_free_inputs() -> None:
+    # zoo/gpu_paced.py's shape: the step takes 440 samples/s; 3 workers 407, 4 workers 438, beyond
+    # the noise of 3 yet within 3% of the step's rate: no setting above 4 can be named over it, and
+    # 6 workers would need whole epochs of its 40-batch epochs each
+    def model(w: int) -> float:
+        return {2: 315.0, 3: 407.0, 4: 438.0}.get(w, 445.0)
+
+    aimed = dataclasses.replace(curve(3), consumer_per_s=440.0)
+    assert verify(model, Limits(), current=2, predicted=aimed) == [3, 4]
+    # the step's rate unknown, or still well above: the climb goes on while the measurements rise
+    assert verify(model, Limits(), current=2, predicted=curve(3)) == [3, 4, 6]
+    above = dataclasses.replace(curve(3), consumer_per_s=600.0)  # aimed at: 3 x 600 / 407 = 5, then 7
+    assert verify(model, Limits(), current=2, predicted=above) == [3, 5, 7]
+
+
 def test_a_prediction_too_high_lands_on_a_plateau_and_stops() -> None:
     def model(w: int) -> float:
         return 100.0 * min(max(w, 1), 4)
