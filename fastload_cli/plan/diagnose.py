@@ -206,13 +206,34 @@ def decided(state: State) -> Step:
 
 
 def within_budget(state: State, limits: search.Limits) -> bool:
-    """A round of whole-epoch pairs more (its ``epochs.ROUND`` epochs, reckoned as long as that
-    many runs as long as the median run so far, start-ups and warm-up included) would end within
-    the sweep's time budget (``Limits.budget_s``) of the command's start, what the fixes of a
-    pathology still to verify take left to them (``reserved_s``)."""
+    """A round of whole-epoch pairs more (``round_s``) would end within the sweep's time budget
+    (``Limits.budget_s``) of the command's start, what the fixes of a pathology still to verify
+    take left to them (``reserved_s``)."""
     if limits.budget_s is None:
         return True
-    return follow_ups.fits(state, limits.budget_s - reserved_s(state), epochs.ROUND)
+    budget = limits.budget_s - reserved_s(state)
+    needed = round_s(state)
+    return follow_ups.fits(state, budget, epochs.ROUND) if needed is None else state.elapsed_s + needed <= budget
+
+
+def round_s(state: State) -> float | None:
+    """What a round of whole-epoch pairs would take (``epochs.round_s``): each epoch as long as
+    the slowest setting measured so far makes one (its batches at its steady pace, and its
+    workers' start-up), the script's start as its first run's; None where the epoch's length or
+    no pace is known (the round is then reckoned as ``epochs.ROUND`` runs as long as the median
+    run so far, start-ups and warm-up included)."""
+    epoch, timed = state.search_state.limits.epoch_batches, state.outcome.timed
+    kinds = (Mode.REAL, Mode.WORKERS)
+    paces = [
+        epoch / s.throughput_batches_per_s + (s.startup_s or 0.0)
+        for s in state.outcome.summaries
+        if epoch and s.spec.mode in kinds and s.spec.variant is None and s.throughput_batches_per_s
+    ]
+    if not paces or not timed:
+        return None
+    found = state.search_state
+    one_run = not found.sizing.job and not state.outcome.in_process_short
+    return epochs.round_s(found.limits, found.sizing.warmup, max(paces), timed[0].start_s, one_run=one_run)
 
 
 def reserved_s(state: State) -> float:

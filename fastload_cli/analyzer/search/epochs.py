@@ -187,6 +187,17 @@ def sizes(limits: Limits, warmup: int) -> tuple[int, int]:
     return -(-max(warmup, 1) // epoch) * epoch, EPOCHS_MEASURED * epoch
 
 
+def round_s(limits: Limits, warmup: int, epoch_s: float, start_s: float, *, one_run: bool) -> float:
+    """What a round of pairs takes (``ROUND`` epochs, each ``epoch_s``, its start-up included):
+    in one run of the script (``step``'s in turn at epochs), one start and the warm-up's whole
+    epochs (``sizes``) besides; otherwise ``ROUND`` runs of their own, each with its start, its
+    warm-up and ``EPOCHS_MEASURED`` epochs."""
+    lead = sizes(limits, warmup)[0] // (limits.epoch_batches or 1)
+    if one_run:
+        return start_s + (lead + ROUND) * epoch_s
+    return ROUND * (start_s + (lead + EPOCHS_MEASURED) * epoch_s)
+
+
 def as_point(run: RunResult, found: SweepPoint) -> SweepPoint:
     """``found``, the point of a workers=N run, as an ``EPOCHS_VARIANT`` point where the run was
     sized in whole epochs (``sizes``; a setting's turn at epochs, ``in_process.runs_of``, one

@@ -107,6 +107,13 @@ def drive(
                 outcome = plan.recorded(outcome, step, plan.measured(run) if run is not None else None)
 
 
+def with_epochs(run: RunResult, batches: int) -> RunResult:
+    """``run`` of a script whose epochs are ``batches`` long."""
+    return dataclasses.replace(
+        run, loaders=tuple(dataclasses.replace(lo, batches_per_epoch=batches) for lo in run.loaders)
+    )
+
+
 def labels(steps: list[Step]) -> list[str]:
     """Each step that ran, as its run's label, in order."""
     return [s.config.spec.label for s in steps if s.config is not None]
@@ -177,9 +184,12 @@ def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_
 
 
 def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time_budget() -> None:
-    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    def short(config: RunConfig) -> RunResult:  # epochs short enough for rounds of pairs: 40 batches
+        return with_epochs(pipeline(config), 40)
+
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short)
     assert outcome.limits is not None and outcome.limits.budget_s is not None and outcome.limits.more_epochs
-    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), elapsed_s=39.0)
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short, elapsed_s=39.0)
     assert late.limits is not None and not late.limits.more_epochs
     held = [i for i, s in enumerate(steps) if s.part is Part.SWEEP and s.config is None]
     assert len(held) == 1 and steps[held[0] + 1].part is Part.SWEEP  # the search goes on, its rounds held
@@ -254,12 +264,21 @@ def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_b
         assert diagnose.second_fits(
             dataclasses.replace(state, elapsed_s=last + 0.1 + follow_ups.median_run_s(state) / 2), second, limits
         )
+    # ... and a round of pairs over epochs short enough to ask for them (40 batches)
+    short, _, _ = drive(
+        Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True),
+        lambda c: with_epochs(stalling(c), 40),
+        until=Part.FOLLOW_UPS,
+    )
+    at = plan_state.State(outcome=short, base=BASE, elapsed_s=10.0)
+    needed, reserve = diagnose.round_s(at), diagnose.reserved_s(at)
+    assert short.limits is not None and short.limits.budget_s is not None and needed is not None and reserve > 0
     pairs = [
         e
         for e in (x / 10 for x in range(400))
-        if diagnose.within_budget(dataclasses.replace(state, elapsed_s=e), limits)
+        if diagnose.within_budget(dataclasses.replace(at, elapsed_s=e), short.limits)
     ]
-    assert max(pairs) <= limits.budget_s - diagnose.reserved_s(state) - 4 * follow_ups.median_run_s(state)
+    assert max(pairs) == pytest.approx(short.limits.budget_s - reserve - needed, abs=0.1)
 
 
 HELD = Breakdown(loader_id=1, items=64, threads=1, ms_per_sample=3.0, steps=())
@@ -416,3 +435,20 @@ def test_a_ceiling_near_the_line_is_measured_again_after_the_sweep_only_where_th
     first = next(s for s in steps if s.part is Part.AGAIN)
     assert first.config is not None and first.config.spec.label == "real+synthetic" and not first.later
     assert not any(s.part is Part.AGAIN_LATE for s in steps)
+
+
+def test_a_round_of_whole_epoch_pairs_is_reckoned_as_the_run_it_is() -> None:
+    """40-batch epochs at 40 ms a step, a start of 3 s before the first iter(): a round is one run
+    of the script, its start, a warm-up epoch and four (3 + 5 x 1.6 s and the workers' start-up),
+    not four runs as long as the median one (4 x 4 s)."""
+
+    def short_epochs(config: RunConfig) -> RunResult:
+        run = with_epochs(pipeline(config), 40)
+        return dataclasses.replace(run, started_ns=run.started_ns - 3_000_000_000)
+
+    outcome, _, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32), short_epochs, until=Part.SWEEP)
+    assert outcome.limits is not None and outcome.limits.budget_s == 40.0
+    at = functools.partial(plan_state.State, outcome=outcome, base=BASE)
+    assert diagnose.round_s(at(elapsed_s=0.0)) == pytest.approx(3.0 + 5 * (1.6 + 0.035))
+    assert diagnose.within_budget(at(elapsed_s=26.0), outcome.limits)  # four median runs would end at 42 s
+    assert not diagnose.within_budget(at(elapsed_s=30.0), outcome.limits)

@@ -84,6 +84,14 @@ def test_a_round_of_pairs_takes_an_epoch_each_in_one_run_of_the_script() -> None
         assert (alone.warmup, alone.max_batches) == (32, 64)
 
 
+def test_a_round_of_pairs_takes_what_it_runs() -> None:
+    # epochs of 32 batches of 2 s each (start-up included), a start of 3 s: in one run of the script,
+    # a start, a warm-up epoch and four; in runs of their own, four starts, warm-ups and pairs of epochs
+    assert epochs.round_s(SHORT, 5, 2.0, 3.0, one_run=True) == pytest.approx(3.0 + 5 * 2.0)
+    assert epochs.round_s(SHORT, 5, 2.0, 3.0, one_run=False) == pytest.approx(4 * (3.0 + 3 * 2.0))
+    assert epochs.round_s(SHORT, 40, 2.0, 3.0, one_run=True) == pytest.approx(3.0 + 6 * 2.0)  # two warm-up epochs
+
+
 @pytest.mark.parametrize(
     ("limits", "down", "zero"),
     [
