@@ -20,7 +20,7 @@ Pure functions: ``step.next_step`` asks ``plan`` when the search has no predicti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from fastload_cli.analyzer import thresholds as th
@@ -59,7 +59,9 @@ def plan(points: Sequence[SweepPoint], limits: Limits, current: int | None) -> N
     return NextSetting(refine if refine is not None else confirmation(measured, limits, current), stopped)
 
 
-def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int | None) -> int | None:
+def confirmation(
+    measured: dict[int, SweepPoint], limits: Limits, current: int | None, settled: Collection[int] = ()
+) -> int | None:
     """The best setting and the script's own, measured once more each when they differ by less
     than ``SWEEP_CONFIRM_BELOW``: the recommendation rests on their difference, and one run of each
     can be off by the machine's noise (never by a factor of two). Also at any difference where the
@@ -70,7 +72,8 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     how far; the other run of the two is not in doubt and would not change the answer.
     Then each setting with fewer workers than the best that it does not beat beyond the noise,
     fewest first: the sweep prefers the fewest workers as fast as the best, and one unlucky run
-    must not be what rules a cheaper setting out."""
+    must not be what rules a cheaper setting out. None of ``settled``: settings whose comparison
+    with the script's own rests on other runs (pairs of whole epochs)."""
     ok = usable(measured.values())
     own = measured[current].throughput_samples_per_s if current is not None and current in measured else None
     if not limits.confirm or not ok or current is None or not own:
@@ -84,7 +87,7 @@ def confirmation(measured: dict[int, SweepPoint], limits: Limits, current: int |
     if not again:
         return None
     close = sorted(p.workers for p in ok if p.workers < top.workers and not faster(top, p))
-    return next((w for w in (*(p.workers for p in again), *close) if measured[w].runs < 2), None)
+    return next((w for w in (*(p.workers for p in again), *close) if measured[w].runs < 2 and w not in settled), None)
 
 
 def climb(points: Sequence[SweepPoint], limits: Limits) -> tuple[int | None, str | None]:

@@ -378,6 +378,24 @@ def test_more_workers_found_faster_are_measured_against_the_own_setting_in_whole
     assert epochs.wanted(more_workers_faster()[:1], MID, 2, down=False) is None
 
 
+def test_settings_compared_over_whole_epochs_are_not_confirmed_in_a_steady_window_first() -> None:
+    # each steady window measured once: 8 workers 1.67x the script's 2 would be measured once more
+    # each, but the pairs of whole epochs measure both twice, the order reversed, and the advice
+    # rests on them; zoo gpu_paced.py made such a run of 2 s before every round
+    once = [dataclasses.replace(p, runs=1) for p in more_workers_faster()]
+    loader = dataclasses.replace(b.loader(2), dataset_len=64 * 32)
+    curve = Curve(points=tuple((n, 60.0 * n) for n in range(9)), best=8, limit="the cores")
+    state = State(
+        points=tuple(once), current=2, loader=loader, limits=dataclasses.replace(MID, max_workers=10),
+        prediction=curve, cpu_count=16, measured_any=True, loaders_compete=False,
+    )  # fmt: skip
+    found = step.next_step(state)
+    assert found is not None and found.at_epochs and found.turns == ((2, 64 + 64), (8, 64), (8, 64), (2, 64))
+    # where the budget holds no round, the steady windows decide, and the fastest (10) is measured again
+    held = step.next_step(dataclasses.replace(state, limits=dataclasses.replace(state.limits, more_epochs=False)))
+    assert held is not None and held.second and [s.workers for s in held.specs] == [10]
+
+
 def paired_with_8(*rates: float) -> list[SweepPoint]:
     """The steady windows of ``more_workers_faster``, then whole epochs: own, 8, 8, own at ``rates``."""
     whole = [pt(w, r, spread=0.02, variant=WHOLE_EPOCHS) for w, r in zip((2, 8, 8, 2), rates, strict=True)]
