@@ -45,7 +45,7 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
     if broken_comparison(f) is not None and not f.disturbed:  # a disturbed run was measured again already
         return (
             f"With free inputs (synthetic) training ran {ceiling:.2f}x as fast as the real run, which free inputs "
-            "cannot do: measuring real and synthetic again."
+            f"cannot do: {MEASURING_AGAIN}."
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None
@@ -61,15 +61,14 @@ def _contradicted(f: Facts, ceiling: float) -> str | None:
     if ceiling < th.CEILING_COMPUTE_BOUND and f.step_starved and f.cpu_regained is not None:
         return (
             f"The ceiling, {ceiling:.2f}x, reads the step as the limit, yet with free inputs the training process "
-            f"had {f.cpu_regained:.2f}x the CPU it had beside the loaders, every core busy: measuring real and "
-            "synthetic again."
+            f"had {f.cpu_regained:.2f}x the CPU it had beside the loaders, every core busy: {MEASURING_AGAIN}."
         )
     wait = f.real.data_wait_fraction if f.real is not None else None
     if ceiling < th.CEILING_INPUT_BOUND or wait is None or wait >= th.WAIT_COMPUTE_BOUND or f.concurrent_loading:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, reads loading as the limit, yet the loop waited for data {pct(wait)} of the "
-        "time and nothing loads beside its step: measuring real and synthetic again."
+        f"time and nothing loads beside its step: {MEASURING_AGAIN}."
     )
 
 
@@ -79,7 +78,7 @@ def _near_line(f: Facts, ceiling: float) -> str | None:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "
-        f"{th.CEILING_COMPUTE_BOUND:.2f}x: measuring real and synthetic again."
+        f"{th.CEILING_COMPUTE_BOUND:.2f}x: {MEASURING_AGAIN}."
     )
 
 
@@ -97,7 +96,7 @@ def _rough_near_line(done: Sequence[RunResult], ceiling: float) -> str | None:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, is within twice the real run's error (±{100 * error:.0f}%) of {line:.2f}x: "
-        "measuring real and synthetic again."
+        f"{MEASURING_AGAIN}."
     )
 
 
@@ -150,7 +149,7 @@ def settled(analysis: Analysis) -> str | None:
     )
 
 
-UNSETTLED = "The sweep did not settle the verdict: measuring real and synthetic again."
+UNSETTLED = f"The sweep did not settle the verdict: {MEASURING_AGAIN}."
 
 
 def pair_s(f: Facts, *, apart: bool) -> float:

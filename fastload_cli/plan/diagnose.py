@@ -102,8 +102,7 @@ class Diagnose:
 
     def _again_late(self, state: State) -> Step | None:
         """The pair that waited for the sweep (``again.after_sweep``), unless the sweep settled the verdict."""
-        waited = state.taken(Part.AGAIN)
-        if not waited or not waited[0].later:
+        if not waits_for_sweep(state):
             return None
         taken = state.taken(Part.AGAIN_LATE)
         if taken:
@@ -119,7 +118,9 @@ class Diagnose:
         """The pair's next run; its first (``why`` given: its note) timing loading at its switch."""
         if why is None:
             done = covered(state.taken(part))
-            return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), part) if done < 2 else None
+            if done >= len(AGAIN):
+                return None
+            return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), part)
         step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), part))
         return replace(step, notes=((None, why), *step.notes))
 
@@ -166,8 +167,7 @@ class Diagnose:
 
     def _waiting_s(self, state: State) -> float:
         """What the pair that waits for the sweep would take: the sweep's budget leaves it room."""
-        waited = state.taken(Part.AGAIN)
-        if not waited or not waited[0].later:
+        if not waits_for_sweep(state):
             return 0.0
         return again.pair_s(state.analysis.facts, apart=state.base.launcher is not None)
 
@@ -200,6 +200,12 @@ def timing_loading(state: State, step: Step) -> Step:
     return replace(step, config=step.config.with_child(breakdown_items=DEFAULT_BREAKDOWN_ITEMS))
 
 
+def waits_for_sweep(state: State) -> bool:
+    """Real and synthetic are to be measured again after the sweep (``again.after_sweep``)."""
+    waited = state.taken(Part.AGAIN)
+    return bool(waited) and waited[0].later
+
+
 def decided(state: State) -> Step:
     """What diagnose decided once its modes were measured (its ``AFTER_MODES`` step)."""
     return state.taken(Part.AFTER_MODES)[0]
@@ -211,27 +217,24 @@ def within_budget(state: State, limits: search.Limits) -> bool:
     take left to them (``reserved_s``)."""
     if limits.budget_s is None:
         return True
-    budget = limits.budget_s - reserved_s(state)
-    needed = round_s(state)
-    return follow_ups.fits(state, budget, epochs.ROUND) if needed is None else state.elapsed_s + needed <= budget
+    return state.elapsed_s + round_s(state) <= limits.budget_s - reserved_s(state)
 
 
-def round_s(state: State) -> float | None:
+def round_s(state: State) -> float:
     """What a round of whole-epoch pairs would take (``epochs.round_s``): each epoch as long as
     the slowest setting measured so far makes one (its batches at its steady pace, and its
-    workers' start-up), the script's start as its first run's; None where the epoch's length or
-    no pace is known (the round is then reckoned as ``epochs.ROUND`` runs as long as the median
-    run so far, start-ups and warm-up included)."""
-    epoch, timed = state.search_state.limits.epoch_batches, state.outcome.timed
-    kinds = (Mode.REAL, Mode.WORKERS)
+    workers' start-up), the script's start as its first run's; where the epoch's length or no
+    pace is known, ``epochs.ROUND`` runs as long as the median run so far, start-ups and warm-up
+    included."""
+    found, timed = state.search_state, state.outcome.timed
+    epoch, kinds = found.limits.epoch_batches, (Mode.REAL, Mode.WORKERS)
     paces = [
         epoch / s.throughput_batches_per_s + (s.startup_s or 0.0)
         for s in state.outcome.summaries
         if epoch and s.spec.mode in kinds and s.spec.variant is None and s.throughput_batches_per_s
     ]
     if not paces or not timed:
-        return None
-    found = state.search_state
+        return epochs.ROUND * follow_ups.median_run_s(state)
     one_run = not found.sizing.job and not state.outcome.in_process_short
     return epochs.round_s(found.limits, found.sizing.warmup, max(paces), timed[0].start_s, one_run=one_run)
 

@@ -88,6 +88,7 @@ def gather_facts(
         no_aug = None  # nothing was replaced while it ran (undone, or impossible): it measured the real pipeline
     real_run = real[0] if real else None
     starts = startup_spans(real_run) if real_run else []
+    loader, waits = (primary_loader(real_run), steady_waits_ms(real_run)) if real_run else (None, [])
     return Facts(
         pairs=_pairs(runs, summaries) if real and synthetic else (),
         real=real[1] if real else None,
@@ -96,7 +97,7 @@ def gather_facts(
         no_aug=no_aug[1] if no_aug else None,
         cached=cached[1] if cached else None,
         cached_no_aug=bare[1] if bare else None,
-        loader=primary_loader(real_run) if real_run else None,
+        loader=loader,
         cpu_count=real_run.cpu_count if real_run else None,
         cuda_in_use=any(r.env.cuda_in_use for r in runs),
         augmentations=tuple(a for lo in (real_run.loaders if real_run else ()) for a in lo.augmentations),
@@ -108,9 +109,9 @@ def gather_facts(
         epoch_walls=epoch_walls(real_run) if real_run else (),
         between_epochs_s=between_epochs(real_run) if real_run else (),
         startup_busy=startup_busy_fraction(real_run, starts) if real_run else None,
-        wait_ms_p50=_wait_ms(real_run, 0.5) if real_run else None,
-        wait_ms_p90=_wait_ms(real_run, 0.9) if real_run else None,
-        waits_in_lockstep=waits_in_lockstep(real_run) if real_run else False,
+        wait_ms_p50=percentile(waits, 0.5),
+        wait_ms_p90=percentile(waits, 0.9),
+        waits_in_lockstep=loader is not None and waits_in_lockstep(waits, loader.num_workers),
         memory_available_bytes=real_run.memory_available_bytes if real_run else None,
         ranks_per_node=max(len(real_run.ranks), 1) if real_run else 1,
     )
@@ -178,19 +179,19 @@ def between_epochs(run: RunResult) -> tuple[float, ...]:
     )
 
 
-def _wait_ms(run: RunResult, q: float) -> float | None:
-    return percentile([s.wait_ns / 1e6 for s in steady_steps(run)], q)
+def steady_waits_ms(run: RunResult) -> list[float]:
+    """The loop's wait for each batch of ``run``'s steady window, in ms, in order."""
+    return [s.wait_ns / 1e6 for s in steady_steps(run)]
 
 
-def waits_in_lockstep(run: RunResult) -> bool:
-    """The real run's long waits recur a round of its workers' batches apart (``in_lockstep``):
-    workers that start together, finish together and fall short of the step every round. A long
-    wait: at least ``WAIT_SPIKE_MIN_MS``, and the longest within a round either side of it (a
-    round's stall, however much the other waits of the round vary)."""
-    loader, steps = primary_loader(run), steady_steps(run)
-    if loader is None or loader.num_workers < 2 or len(steps) < th.MIN_STEADY_BATCHES:
+def waits_in_lockstep(waits: Sequence[float], workers: int) -> bool:
+    """A real run's long waits (``waits``: its steady window's, in ms, ``steady_waits_ms``) recur
+    a round of its ``workers``' batches apart (``in_lockstep``): workers that start together,
+    finish together and fall short of the step every round. A long wait: at least
+    ``WAIT_SPIKE_MIN_MS``, and the longest within a round either side of it (a round's stall,
+    however much the other waits of the round vary)."""
+    if workers < 2 or len(waits) < th.MIN_STEADY_BATCHES:
         return False
-    waits, workers = [s.wait_ns / 1e6 for s in steps], loader.num_workers
     stalls = [
         i
         for i, w in enumerate(waits)

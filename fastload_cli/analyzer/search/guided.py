@@ -50,20 +50,18 @@ def plan(
     for workers in _around(target, measured, limits, down, curve.consumer_per_s):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
-    again = confirmation(measured, limits, current, settled=over_epochs(points, limits, current, down=down))
-    whole = epochs.wanted(points, limits, current, down=down) if again is None else None
-    if whole is not None:
-        return NextSetting(whole, stopped, whole_epochs=True)
+    whole = epochs.pending(points, limits, current, down=down)
+    again = confirmation(measured, limits, current, settled=over_epochs(points, whole))
+    if again is None and whole:
+        return NextSetting(whole[0], stopped, whole_epochs=True)
     return NextSetting(again, stopped)
 
 
-def over_epochs(points: Sequence[SweepPoint], limits: Limits, current: int, *, down: bool) -> set[int]:
-    """The settings compared with the script's own over whole epochs, measured or to be
+def over_epochs(points: Sequence[SweepPoint], pending: Sequence[int]) -> set[int]:
+    """The settings compared with the script's own over whole epochs, measured or ``pending``
     (``epochs.pending``), the script's own among them: the advice rests on those pairs (each
     setting twice, the order reversed), and a second steady window of one would decide nothing."""
-    found = {p.workers for p in points if p.variant == epochs.EPOCHS_VARIANT}
-    found |= set(epochs.pending(points, limits, current, down=down))
-    return found
+    return {p.workers for p in points if p.variant == epochs.EPOCHS_VARIANT} | set(pending)
 
 
 def pending(
