@@ -222,11 +222,12 @@ KERNEL_READS_SHARE = 0.5
 BREAKDOWN_DOMINANT = 0.5
 # A decoded dataset is worth caching in RAM when it needs at most this share of the free memory.
 RAM_CACHE_SHARE = 0.5
-# The batches' worth of samples a cached run decodes past its warm-up before its first batch: a
-# settled window's worth; a longer run serves them again. Each costs a real batch's reading and
-# decoding, which the verdict waits for (main-process-decode's 30 more, filling 55 batches' worth
-# where 25 now: 1.9-2.9 s of a 17 s verdict on two cores).
-CACHE_FILL_BATCHES = DECIDED_BATCHES
+# The batches' worth of samples a cached run decodes past its warm-up before its first batch: the
+# least a window may hold; a longer run serves them again, from memory as fast. Each costs a real
+# batch's reading and decoding, which the verdict waits for: main-process-decode's cached run took
+# 1.25-1.45 s with 10, 1.53-1.87 s with 20, its rate within the runs' spread (three of each,
+# alternated, 2 cores).
+CACHE_FILL_BATCHES = MIN_STEADY_BATCHES
 # A resize whose input has at least this many times the pixels of the batch's images is resizing
 # large images: doing it once, offline, saves decoding and resizing them every epoch.
 RESIZE_LARGE_FACTOR = 4.0
