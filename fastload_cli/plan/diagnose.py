@@ -95,7 +95,7 @@ class Diagnose:
             why = again.measure_again(state.analysis, state.runs, state.elapsed_s)
             if why is None:
                 return None
-            if self._sweeps(state) and again.after_sweep(state.analysis, state.runs):
+            if self._then(state).sweep and again.after_sweep(state.analysis, state.runs):
                 return Step(part=Part.AGAIN, notes=((None, again.waiting(why)),), later=True)
             return self._pair(state, Part.AGAIN, why)
         return None if taken[0].later else self._pair(state, Part.AGAIN)
@@ -124,10 +124,10 @@ class Diagnose:
         step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), part))
         return replace(step, notes=((None, why), *step.notes))
 
-    def _sweeps(self, state: State) -> bool:
-        """The measured modes, as they read now, ask for a num_workers sweep."""
-        then = after_modes(state.analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
-        return then.sweep and self.max_workers is not None
+    def _then(self, state: State) -> AfterModes:
+        """What the measured modes, as they read now, ask for next (``after_modes``): never a
+        sweep where ``max_workers`` is None."""
+        return after_modes(state.analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
 
     def _straggler(self, state: State) -> Step | None:
         if state.taken(Part.STRAGGLER):
@@ -142,8 +142,8 @@ class Diagnose:
     def _after_modes(self, state: State) -> Step | None:
         if state.taken(Part.AFTER_MODES):
             return None
-        then = after_modes(state.analysis, may_sweep=self.max_workers is not None, breakdown_asked=self.breakdown)
-        sweep = then.sweep and self.max_workers is not None
+        then = self._then(state)
+        sweep = then.sweep and self.max_workers is not None  # None never sweeps (``_then``); said for the type
         limits = None
         if sweep:
             assert self.max_workers is not None
