@@ -30,7 +30,7 @@ from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_ste
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
-from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
+from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult, RunSummary
 
 NOT_INPUT_BOUND = "loading is not the limit"
 
@@ -227,16 +227,23 @@ def round_s(state: State) -> float:
     pace is known, ``epochs.ROUND`` runs as long as the median run so far, start-ups and warm-up
     included."""
     found, timed = state.search_state, state.outcome.timed
-    epoch, kinds = found.limits.epoch_batches, (Mode.REAL, Mode.WORKERS)
+    epoch = found.limits.epoch_batches
     paces = [
         epoch / s.throughput_batches_per_s + (s.startup_s or 0.0)
-        for s in state.outcome.summaries
-        if epoch and s.spec.mode in kinds and s.spec.variant is None and s.throughput_batches_per_s
+        for s in settings_measured(state)
+        if epoch and s.throughput_batches_per_s
     ]
     if not paces or not timed:
         return epochs.ROUND * follow_ups.median_run_s(state)
     one_run = not found.sizing.job and not state.outcome.in_process_short
     return epochs.round_s(found.limits, found.sizing.warmup, max(paces), timed[0].start_s, one_run=one_run)
+
+
+def settings_measured(state: State) -> list[RunSummary]:
+    """The runs that measured a num_workers setting in a steady window: the real run (the script's
+    own) and the sweep's, no variant."""
+    kinds = (Mode.REAL, Mode.WORKERS)
+    return [s for s in state.outcome.summaries if s.spec.mode in kinds and s.spec.variant is None]
 
 
 def reserved_s(state: State) -> float:
@@ -257,8 +264,7 @@ def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool
     if limits.budget_s is None:
         return True
     workers = found.specs[0].workers
-    kinds = (Mode.REAL, Mode.WORKERS)
-    runs = [s for s in state.outcome.summaries if s.spec.mode in kinds and s.spec.variant is None and s.wall_s]
+    runs = [s for s in settings_measured(state) if s.wall_s]
     if not runs:
         return True
     besides = sorted((s.run_wall_s or s.wall_s or 0.0) - (s.wall_s or 0.0) for s in runs if s.spec.mode is Mode.WORKERS)
