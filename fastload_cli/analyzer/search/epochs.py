@@ -119,16 +119,10 @@ def _more(measured: dict[int, SweepPoint], own: SweepPoint, limits: Limits) -> l
     return found
 
 
-def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
-    """The next setting to measure over whole epochs, or None: those of ``_order``, their runs
-    pooled."""
-    left = pending(points, limits, current, down=down)
-    return left[0] if left else None
-
-
 def pending(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
-    """The settings ``wanted`` asks for from now on, in order, before their runs could change
-    its course (what one run of the script can measure in turn, epoch by epoch)."""
+    """The settings still to measure over whole epochs, in order (those of ``_order``, less the
+    runs measured: their runs pooled), before their runs could change its course (what one run of
+    the script can measure in turn, epoch by epoch); the first is the next."""
     found = candidates(points, limits, current, down=down)
     if not found or any(p.throughput_samples_per_s is None for p in points):
         return []  # a failed run ends the comparison, as it ends the search
@@ -156,7 +150,7 @@ def unmeasured(points: Sequence[SweepPoint]) -> bool:
 
 
 def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, *, more: bool = True) -> list[int]:
-    """The settings ``wanted`` measures, in order: for each of ``found`` with fewer workers, it and
+    """The settings compared over whole epochs, in order: for each of ``found`` with fewer workers, it and
     the script's own in pairs, each pair's order reversed in the next (own, it, it, own: a machine
     that slows down steadily slows both alike on average); where those runs cannot tell the best
     of fewer workers from the script's own yet leave open a gain worth advising

@@ -21,6 +21,12 @@ from tests.unit.search.sweeps import GIB, pt
 SHORT = Limits(epoch_batches=32)  # an epoch of 32 batches: a few seconds, its start a notable share
 
 
+def wanted(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> int | None:
+    """The next setting to measure over whole epochs, or None: the first ``epochs.pending`` names."""
+    left = epochs.pending(points, limits, current, down=down)
+    return left[0] if left else None
+
+
 def twice(p: SweepPoint) -> SweepPoint:
     return dataclasses.replace(p, runs=2)  # already confirmed: the search has nothing else to measure
 
@@ -33,7 +39,7 @@ def undecided() -> list[SweepPoint]:
 def test_the_own_setting_then_no_workers_are_measured_over_whole_epochs_where_steady_windows_cannot_tell() -> None:
     points = undecided()
     asked = []
-    while (workers := epochs.wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 10:
+    while (workers := wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 10:
         asked.append(workers)
         points.append(pt(workers, 280.0, variant=WHOLE_EPOCHS))
     # the fastest with fewer workers not found slower, then 0, each in pairs with the own setting,
@@ -103,7 +109,7 @@ def test_a_round_of_pairs_takes_what_it_runs() -> None:
 )
 def test_nothing_is_measured_over_whole_epochs_elsewhere(limits: Limits, down: bool, zero: float) -> None:
     points = [*undecided()[:2], twice(pt(0, zero, spread=0.1))]
-    assert epochs.wanted(points, limits, 2, down=down) is None
+    assert wanted(points, limits, 2, down=down) is None
 
 
 def test_fewer_workers_are_measured_over_whole_epochs_unless_steady_windows_found_them_slower() -> None:
@@ -119,7 +125,7 @@ def test_fewer_workers_are_measured_over_whole_epochs_unless_steady_windows_foun
 
 def test_a_failed_run_ends_the_comparison_over_whole_epochs() -> None:
     points = [*undecided(), pt(2, 280.0, variant=WHOLE_EPOCHS), pt(1, None)]
-    assert epochs.wanted(points, SHORT, 2, down=True) is None
+    assert wanted(points, SHORT, 2, down=True) is None
     no_batches = dataclasses.replace(epochs_run(3), batches=())  # the loader was built, nothing delivered
     found = epochs.as_point(no_batches, pt(2, None))
     assert found.variant == WHOLE_EPOCHS and found.throughput_samples_per_s is None
@@ -171,7 +177,7 @@ def test_runs_measured_in_pairs_are_told_apart_by_their_pairs_ratios() -> None:
 def asked_over_whole_epochs(rates: dict[int, list[float]], spread: float) -> list[int]:
     """The settings the search asks for over whole epochs, each run reading the next of its rates."""
     points, asked = undecided(), []
-    while (workers := epochs.wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 40:
+    while (workers := wanted(points, SHORT, 2, down=True)) is not None and len(asked) < 40:
         asked.append(workers)
         rate = rates[workers].pop(0)
         points.append(pt(workers, rate, spread=spread, variant=WHOLE_EPOCHS))
@@ -357,7 +363,7 @@ def test_more_workers_found_faster_are_measured_against_the_own_setting_in_whole
     # the fastest setting read over whole epochs, start-ups included, unlike the own steady window
     points = more_workers_faster()
     asked = []
-    while (workers := epochs.wanted(points, MID, 2, down=False)) is not None and len(asked) < 10:
+    while (workers := wanted(points, MID, 2, down=False)) is not None and len(asked) < 10:
         asked.append(workers)
         points.append(pt(workers, 280.0 if workers == 2 else 300.0, spread=0.01, variant=WHOLE_EPOCHS))
     assert asked == [2, 8, 8, 2, 2, 10, 10, 2]
@@ -373,9 +379,9 @@ def test_more_workers_found_faster_are_measured_against_the_own_setting_in_whole
     assert "more workers than 2" in found.note and "start-ups included" in found.note
     # workers that persist, a long epoch, a grid asked for, nothing faster: steady windows say enough
     for limits in (dataclasses.replace(MID, persistent_workers=True), Limits(epoch_batches=500)):
-        assert epochs.wanted(more_workers_faster(), limits, 2, down=False) is None
-    assert epochs.wanted(more_workers_faster(), dataclasses.replace(MID, grid=(2, 6, 8)), 2, down=False) is None
-    assert epochs.wanted(more_workers_faster()[:1], MID, 2, down=False) is None
+        assert wanted(more_workers_faster(), limits, 2, down=False) is None
+    assert wanted(more_workers_faster(), dataclasses.replace(MID, grid=(2, 6, 8)), 2, down=False) is None
+    assert wanted(more_workers_faster()[:1], MID, 2, down=False) is None
 
 
 def test_settings_compared_over_whole_epochs_are_not_confirmed_in_a_steady_window_first() -> None:
@@ -422,7 +428,7 @@ def test_a_time_budget_that_holds_no_more_rounds_ends_the_pairs_after_those_begu
     rates = {2: [300.0] * 30, 1: [200.0] * 2, 0: [345.0, 297.0, 300.0, 261.0, 336.0, 330.0] * 2}
     points, asked = undecided(), []
     # the budget ran out after the first pair had begun: the round begun is measured whole
-    while (workers := epochs.wanted(points, held if asked else SHORT, 2, down=True)) is not None:
+    while (workers := wanted(points, held if asked else SHORT, 2, down=True)) is not None:
         asked.append(workers)
         points.append(pt(workers, rates[workers].pop(0), spread=0.0, variant=WHOLE_EPOCHS))
     assert asked == [2, 1, 1, 2, 2, 0, 0, 2]  # the first round: the own setting against each with fewer
@@ -443,7 +449,7 @@ def test_a_time_budget_spent_before_the_first_pair_measures_none_and_advises_no_
     from fastload_cli.analyzer import search
 
     held = dataclasses.replace(SHORT, more_epochs=False)
-    assert epochs.wanted(undecided(), held, 2, down=True) is None
+    assert wanted(undecided(), held, 2, down=True) is None
     assert epochs.held_back(undecided(), held, 2, down=True)
     # steady windows read 0 workers 1.4x the script's 2, beyond their noise: over whole epochs that
     # would be measured before it is advised; held back, the script's own setting is kept, said why
@@ -463,4 +469,4 @@ def test_a_time_budget_spent_before_the_first_pair_measures_none_and_advises_no_
     assert kept is not None and kept.conclusion.startswith("Keep num_workers=2 for now")
     assert search.ONCE.format(workers=2) in kept.caveats
     # sweep-workers has no budget: the pairs are measured
-    assert epochs.wanted(faster, SHORT, 2, down=True) == 2
+    assert wanted(faster, SHORT, 2, down=True) == 2
