@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, role_delta
-from fastload_cli.analyzer.window import loader_batches, primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import folded, loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
     CACHE_LOCATION,
     INTERLEAVED,
@@ -70,8 +70,9 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
     if split is None:
         return None
     means = {phase: [sum(t) / len(t) for t in turns] for phase, turns in per_turn.items()}
-    spread = max((max(m) - min(m)) / (max(m) + min(m)) for m in means.values())
     turns = min(len(turns) for turns in per_turn.values())
+    # one turn of a pipeline (a script that ended first) says nothing of how its turns differ
+    spread = max((max(m) - min(m)) / (max(m) + min(m)) for m in means.values()) if turns > 1 else None
     return replace(split, method=INTERLEAVED, turns=turns, spread=spread, workers_cpu=_split(workers_cpu(run), None))
 
 
@@ -135,6 +136,21 @@ def split_batches(loader: LoaderInfo | None) -> tuple[int, int]:
     ``SPLIT_ROUNDS`` turns of ``turn_settle`` + ``TURN_MEASURED`` batches."""
     turn = turn_settle(loader) + TURN_MEASURED
     return turn, turn * PIPELINES * SPLIT_ROUNDS
+
+
+def too_short(runs: Sequence[RunResult], warmup: int) -> int | None:
+    """The batches the script's training loop takes in all, where one of ``runs`` ended with the
+    script (a real+synthetic run's replays hold all its batches) and they are fewer than the
+    split run needs (``warmup`` and every pipeline's turns, ``split_batches``): its pipelines could
+    not all take their turns in a run of the script. None where the split run fits, or where
+    fastload stopped every run before the script ended (its length is not known)."""
+    ended = next((r for r in runs if r.status is RunStatus.OK and r.stop_reason is StopReason.SCRIPT_ENDED), None)
+    if ended is None or folded(ended) is not None:  # a run long enough to fold its batches holds the split
+        return None
+    loader_id = primary_loader_id(ended)
+    taken = sum(1 for b in ended.batches if b.loader_id == loader_id)
+    _, needed = split_batches(primary_loader(ended))
+    return taken if taken < warmup + needed else None
 
 
 def split_run_s(loader: LoaderInfo | None, summaries: Sequence[RunSummary]) -> float | None:

@@ -26,7 +26,16 @@ from fastload_cli.plan import again, follow_ups
 from fastload_cli.plan.again import AGAIN, script_failed
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
-from fastload_cli.plan.runs import CACHING, breakdown_step, covered, in_turn_step, mode_step, split_step, why_skip
+from fastload_cli.plan.runs import (
+    CACHING,
+    breakdown_step,
+    covered,
+    in_turn_step,
+    mode_step,
+    split_step,
+    split_unfit,
+    why_skip,
+)
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
@@ -87,7 +96,8 @@ class Diagnose:
     def _split(self, state: State) -> Step | None:
         if not wants_split(self.modes) or state.taken(Part.SPLIT) or state.outcome.split_run is not None:
             return None
-        return split_step(state, Part.SPLIT)
+        why = split_unfit(state)
+        return split_step(state, Part.SPLIT) if why is None else Step(part=Part.SPLIT, notes=((None, why),))
 
     def _again(self, state: State) -> Step | None:
         taken = state.taken(Part.AGAIN)
@@ -279,14 +289,17 @@ def split_first(state: State, spec: ModeSpec) -> bool:
     (``Keep.SPLIT_MODES``), where diagnose would follow it with the cached run and the split run:
     loading is the limit and its samples can be cached (``worth_caching``), the real run did not
     fail (``script_failed``), one process runs the script, no-aug has augmentation to replace,
-    and the split run, every pipeline at the real run's pace, would end within
-    ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the command's start."""
+    the script's loop outlasts the split run's turns (``split_unfit``), and the split run, every
+    pipeline at the real run's pace, would end within ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the
+    command's start."""
     if spec.mode is not Mode.NO_AUG or state.base.launcher is not None or state.outcome.split_run is not None:
         return False
     if why_skip(spec, state.runs, state.base.child.drop_transforms) is not None:
         return False
     real = state.analysis.facts.real
     if real is None or script_failed(state.analysis) is not None or not worth_caching(state.analysis):
+        return False
+    if split_unfit(state) is not None:
         return False
     expected = split.split_run_s(first_loader(state.runs), (real,))
     return expected is not None and state.elapsed_s + expected <= DEFAULT_FOLLOW_UP_BUDGET_S

@@ -18,7 +18,7 @@ from fastload_cli.analyzer.trials import cuda_available, to_verify
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import DEFAULT_FOLLOW_UP_BUDGET_S, PATHOLOGY_FOLLOW_UP_EXTRA_S, RunConfig
 from fastload_cli.plan.parts import Decide
-from fastload_cli.plan.runs import CACHING, mode_step, split_step
+from fastload_cli.plan.runs import CACHING, mode_step, split_step, split_unfit
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import FollowUp, Part, Step
 from fastload_cli.records import Bottleneck, Mode, ModeSpec, RunResult
@@ -107,6 +107,9 @@ def split_last(state: State) -> Step | None:
     taken = state.taken(Part.FOLLOW_UPS)
     if not taken or not taken[0].splitting or _left(state) or state.taken(Part.SPLIT_LAST):
         return None
+    why = split_unfit(state)
+    if why is not None:
+        return Step(part=Part.SPLIT_LAST, notes=((None, why),))
     expected = split.split_run_s(first_loader(state.runs), state.outcome.summaries)
     if expected is None or state.elapsed_s + expected > DEFAULT_FOLLOW_UP_BUDGET_S:
         return Step(part=Part.SPLIT_LAST, notes=((None, "Not measured within diagnose's time budget: split."),))

@@ -171,6 +171,18 @@ def split_step(state: State, part: Part, keep: Keep = Keep.SPLIT) -> Step:
     return run_step(part, config, keep=keep, notes=((None, note),))
 
 
+def split_unfit(state: State) -> str | None:
+    """Why no split run measures this script, or None where one can: a run of it ended with the
+    script before every pipeline of a split run could take its turns (``split.too_short``)."""
+    taken = split.too_short(state.runs, state.base.warmup)
+    if taken is None:
+        return None
+    return (
+        f"Not measured: split (the script's training loop ended after {taken} batches, fewer than "
+        "its pipelines' turns need); no-aug and cached are measured in runs of their own."
+    )
+
+
 def breakdown_step(base: RunConfig) -> Step:
     """One more run of the script that times each loading step on a sample of items, in-process,
     at the first DataLoader iteration, and ends there; one rank's pipeline, never a rendezvous."""

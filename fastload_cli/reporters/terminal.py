@@ -329,10 +329,14 @@ def _split(found: InputSplit) -> list[RenderableType]:
             )
     lines: list[RenderableType] = [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
     if found.method == INTERLEAVED:
-        spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
+        if found.turns is not None and found.turns > 1:
+            spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
+            turns = f"{found.turns} turns each{spread}"
+        else:
+            turns = "one turn each: the script ended before a second, so how much turns differ is not known"
         how = (
-            f"Measured in one run of the script: the four pipelines took turns of a few batches each "
-            f"({found.turns} turns each{spread}); the synthetic step from its own run."
+            "Measured in one run of the script: the pipelines took turns of a few batches each "
+            f"({turns}); the synthetic step from its own run."
         )
         if cpu is not None:
             how += " The workers' CPU time per batch, split the same way: parts that overlap there overlap in the work."

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import random
 
 import pytest
+from rich.console import Console, Group
 
 from fastload_cli.analyzer import split
 from fastload_cli.records import (
     INTERLEAVED,
     SEPARATE_RUNS,
     HostSample,
+    InputSplit,
     IteratorInfo,
     PhaseMark,
     ProcRole,
     ProcSample,
     RunResult,
+    RunStatus,
+    StopReason,
     SystemSample,
 )
+from fastload_cli.reporters import terminal
 from tests.unit import builders as b
+from tests.unit.test_report_sections import full_report
 
 PER_BATCH = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "cached-no-aug": 18.0}
 PALINDROME = ("real", "no-aug", "cached", "cached-no-aug", "cached-no-aug", "cached", "no-aug", "real")
@@ -223,3 +230,36 @@ def test_the_split_runs_no_aug_and_cached_turns_stand_for_those_modes_runs() -> 
     assert [s.location for s in found[Mode.NO_AUG][0].substitutions] == [b.NO_AUG_SUBSTITUTION.location]
     assert [s.location for s in found[Mode.CACHED][0].substitutions] == [CACHE_LOCATION]
     assert split.modes_of(dataclasses.replace(run, phases=())) == {}  # a run that took no turns
+
+
+def test_one_turn_a_pipeline_gives_no_turn_to_turn_spread_and_the_report_says_why() -> None:
+    once = split.interleaved_split(split_run(PALINDROME[:4]), None)  # the script ended after a round
+    assert once is not None and once.turns == 1 and once.spread is None
+    assert once.real_ms == pytest.approx(40.0) and once.storage_decode_ms == pytest.approx(10.0)
+    said = report_text(once)
+    assert "one turn each: the script ended before a second" in said and "spread" not in said
+    twice = split.interleaved_split(split_run(), None)
+    assert twice is not None and "(2 turns each, turn-to-turn spread ±0%)" in report_text(twice)
+
+
+def report_text(found: InputSplit) -> str:
+    report = dataclasses.replace(full_report(), split=found)
+    console = Console(file=io.StringIO(), width=200, color_system=None, force_terminal=False, record=True)
+    console.print(Group(*terminal.SECTIONS["split"](report)))
+    return console.export_text()
+
+
+def test_a_script_whose_loop_ends_before_the_split_runs_turns_is_too_short_for_it() -> None:
+    loader = b.loader(num_workers=2)  # 6 batches a turn prepared under the one before, 16 measured
+    _, needed = split.split_batches(loader)
+    assert needed == 22 * 8
+
+    def ended(batches: int, stop: StopReason = StopReason.SCRIPT_ENDED) -> RunResult:
+        return b.run("synthetic", b.batches([5.0] * batches, 10.0), loaders=[loader], warmup=5, stop=stop)
+
+    assert split.too_short([b.run("real", b.batches([5.0] * 30, 10.0), loaders=[loader])], 5) is None  # stopped
+    assert split.too_short([b.run("real", b.batches([5.0] * 30, 10.0)), ended(64)], 5) == 64
+    assert split.too_short([ended(5 + needed)], 5) is None
+    assert split.too_short([ended(64, StopReason.SETTLED)], 5) is None
+    failed = dataclasses.replace(ended(64), status=RunStatus.FAILED)
+    assert split.too_short([failed], 5) is None  # the script failed: its length is not its loop's

@@ -183,6 +183,29 @@ def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
 
 
+def test_a_script_that_ends_before_the_split_runs_turns_measures_no_aug_and_cached_in_runs_of_their_own() -> None:
+    first: list[RunResult] = []
+
+    def short(config: RunConfig) -> RunResult:  # the script's loop ends with the first run's batches
+        found = pipeline(config)
+        if config.spec.mode is not Mode.REAL_SYNTHETIC:
+            return found
+        first.append(dataclasses.replace(found, stop_reason=StopReason.SCRIPT_ENDED))
+        return first[-1]
+
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short)
+    ran = labels(steps)
+    assert ran[:2] == ["real+synthetic", "no-aug"] and "cached" in ran
+    assert "split" not in ran and outcome.split_run is None
+    said = [note for s in steps for _, note in s.notes if note.startswith("Not measured: split")]
+    assert said == [
+        f"Not measured: split (the script's training loop ended after {len(first[0].batches)} batches, fewer "
+        "than its pipelines' turns need); no-aug and cached are measured in runs of their own."
+    ]
+    # where the script's loop outlasts the turns, the split run measures them, as before
+    assert labels(drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))[1])[1] == "split"
+
+
 def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time_budget() -> None:
     def short(config: RunConfig) -> RunResult:  # epochs short enough for rounds of pairs: 40 batches
         return with_epochs(pipeline(config), 40)
