@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, role_delta
-from fastload_cli.analyzer.window import folded, loader_batches, primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import Batches, folded, loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
     CACHE_LOCATION,
     INTERLEAVED,
@@ -76,7 +76,7 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
     return replace(split, method=INTERLEAVED, turns=turns, spread=spread, workers_cpu=_split(workers_cpu(run), None))
 
 
-def turn_times(run: RunResult) -> dict[str, list[list[float]]]:
+def turn_times(run: Batches) -> dict[str, list[list[float]]]:
     """Per pipeline, per turn of the training loader: the milliseconds between consecutive
     batches, the first ``turn_settle`` of the turn and of each epoch left out."""
     return {
@@ -85,7 +85,7 @@ def turn_times(run: RunResult) -> dict[str, list[list[float]]]:
     }
 
 
-def turn_spans(run: RunResult) -> dict[str, list[list[Span]]]:
+def turn_spans(run: Batches) -> dict[str, list[list[Span]]]:
     """Per pipeline, per turn of the training loader: the intervals (from the batch before to
     each batch) that its turn measured, the first ``turn_settle`` of the turn and of each epoch
     left out."""
@@ -108,6 +108,32 @@ def turn_spans(run: RunResult) -> dict[str, list[list[Span]]]:
         if intervals:
             found[mark.phase].append(intervals)
     return dict(found)
+
+
+def decided(run: Batches, *, rate: float) -> bool:
+    """The split run that measures no-aug and cached for diagnose (``Keep.SPLIT_MODES``) has
+    answered what they are asked, after one round of turns: every pipeline took its turn, and
+    no-aug's rate lies at least twice ``DECIDED_PRECISION`` from augmentation's line
+    (``AUG_SPEEDUP_SIGNIFICANT``), on the same side against ``rate`` (the real run's, which the
+    verdict reads it against) and against the real pipeline's turn. A second round could not
+    turn that answer; where it could, the run takes its second round, backwards (a steady drift
+    then shifts every pipeline alike, and the turns give their spread)."""
+    marks = [m for m in run.phases if m.loader_id == primary_loader_id(run)]
+    if len(marks) <= len({m.phase for m in marks}):  # the second round has not begun
+        return False
+    times = turn_times(run)
+    real, no_aug = times.get("real"), times.get("no-aug")
+    if not real or not no_aug or rate <= 0:
+        return False
+    no_aug_ms = sum(map(sum, no_aug)) / sum(map(len, no_aug))
+    samples = [b.samples for b in loader_batches(run)]
+    gains = (
+        sum(map(sum, real)) / sum(map(len, real)) / no_aug_ms,  # against the real pipeline's turn
+        1000.0 * sorted(samples)[len(samples) // 2] / no_aug_ms / rate,  # against the real run
+    )
+    margin = 2 * th.DECIDED_PRECISION
+    above = all(g / th.AUG_SPEEDUP_SIGNIFICANT - 1 >= margin for g in gains)
+    return above or all(1 - g / th.AUG_SPEEDUP_SIGNIFICANT >= margin for g in gains)
 
 
 def workers_cpu(run: RunResult) -> dict[str, float]:

@@ -158,7 +158,8 @@ def applies(spec: ModeSpec, done: tuple[RunResult, ...]) -> bool:
 def split_step(state: State, part: Part, keep: Keep = Keep.SPLIT) -> Step:
     """The split run: the real, no-aug, cached and cached-no-aug pipelines taking turns in one run
     of the script, sized from the training loader the runs so far saw (``split.split_batches``);
-    with ``Keep.SPLIT_MODES``, measuring no-aug and cached for the modes too."""
+    with ``Keep.SPLIT_MODES``, measuring no-aug and cached for the modes too, and over once its
+    first round of turns has decided no-aug's answer (``split.decided``)."""
     note = "Splitting the real pipeline's time: real, no-aug, cached and cached-no-aug in turns (split)."
     if keep is Keep.SPLIT_MODES:
         note = (
@@ -168,7 +169,12 @@ def split_step(state: State, part: Part, keep: Keep = Keep.SPLIT) -> Step:
     turn, batches = split.split_batches(first_loader(state.runs))
     config = state.with_cache(replace(state.base, max_batches=batches, fixed_batches=True))
     config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
-    return run_step(part, config, keep=keep, notes=((None, note),))
+    step = run_step(part, config, keep=keep, notes=((None, note),))
+    real = state.analysis.facts.real
+    rate = real.throughput_samples_per_s if real is not None else None
+    if keep is not Keep.SPLIT_MODES or step.config is None or not rate:
+        return step
+    return replace(step, config=replace(step.config, settle=functools.partial(split.decided, rate=rate)))
 
 
 def split_unfit(state: State) -> str | None:

@@ -333,7 +333,7 @@ def _split(found: InputSplit) -> list[RenderableType]:
             spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
             turns = f"{found.turns} turns each{spread}"
         else:
-            turns = "one turn each: the script ended before a second, so how much turns differ is not known"
+            turns = "one turn each, so how much turns differ is not known"
         how = (
             "Measured in one run of the script: the pipelines took turns of a few batches each "
             f"({turns}); the synthetic step from its own run."

@@ -563,6 +563,7 @@ def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split
     assert [r.label for r in after.runs] == ["real", "no-aug", "cached"] and after.split_run is not None
     split = configs[-1]
     assert split.child.phase_batches == 22 and split.max_batches == 22 * 4 * 2 and split.fixed_batches
+    assert split.settle is None  # no-aug measured on its own: the split run takes both its rounds
     # a deadline the cached run fits in (0.81 s, as the median run) but the split run does not:
     # 4 x 44 batches at 40 ms and 0.17 s of start-up, 7.2 s. It is named as not measured.
     notes: list[str] = []

@@ -59,15 +59,16 @@ def split_run(
     workers: int = 0,
     drift: float = 0.0,
     epoch: int | None = None,
+    per_batch: dict[str, float] = PER_BATCH,
 ) -> RunResult:
-    """A split run whose pipelines take ``turn`` batches each in ``order``, each batch ``PER_BATCH``
+    """A split run whose pipelines take ``turn`` batches each in ``order``, each batch ``per_batch``
     of its pipeline apart, slower by ``drift`` per batch; a new epoch every ``epoch`` batches, whose
     first batch waits a second for its workers."""
-    times = [PER_BATCH["real"]] * warmup
+    times = [per_batch["real"]] * warmup
     marks = []
     for position, phase in enumerate(order):
         marks.append(PhaseMark(loader_id=1, batch=warmup + position * turn, phase=phase))
-        times += [PER_BATCH[phase]] * turn
+        times += [per_batch[phase]] * turn
     times = [ms * (1 + drift * n) for n, ms in enumerate(times)]
     found, t = [], 0
     for n, ms in enumerate(times):
@@ -237,7 +238,7 @@ def test_one_turn_a_pipeline_gives_no_turn_to_turn_spread_and_the_report_says_wh
     assert once is not None and once.turns == 1 and once.spread is None
     assert once.real_ms == pytest.approx(40.0) and once.storage_decode_ms == pytest.approx(10.0)
     said = report_text(once)
-    assert "one turn each: the script ended before a second" in said and "spread" not in said
+    assert "one turn each, so how much turns differ is not known" in said and "spread" not in said
     twice = split.interleaved_split(split_run(), None)
     assert twice is not None and "(2 turns each, turn-to-turn spread ±0%)" in report_text(twice)
 
@@ -263,3 +264,17 @@ def test_a_script_whose_loop_ends_before_the_split_runs_turns_is_too_short_for_i
     assert split.too_short([ended(64, StopReason.SETTLED)], 5) is None
     failed = dataclasses.replace(ended(64), status=RunStatus.FAILED)
     assert split.too_short([failed], 5) is None  # the script failed: its length is not its loop's
+
+
+def test_the_split_run_for_no_aug_is_over_after_one_round_where_no_augs_answer_is_decided() -> None:
+    real_rate = 1000.0 * 32 / PER_BATCH["real"]  # the real run's samples/s, at the real turn's pace
+    # no-aug 1.6x the real pipeline: past augmentation's line by more than twice the precision
+    assert not split.decided(split_run(PALINDROME[:4]), rate=real_rate)  # the round's last turn may go on
+    assert split.decided(split_run(PALINDROME[:5]), rate=real_rate)  # the second round began
+    assert not split.decided(split_run(PALINDROME[:5]), rate=real_rate * 1.4)  # 1.14x the real run: near it
+    near = {**PER_BATCH, "no-aug": 33.0}  # 1.21x: within the line's reach, the second round runs
+    assert not split.decided(split_run(PALINDROME[:5], per_batch=near), rate=real_rate)
+    costless = {**PER_BATCH, "no-aug": 45.0}  # no faster without augmentation: decided too
+    assert split.decided(split_run(PALINDROME[:5], per_batch=costless), rate=real_rate)
+    alone = split_run(("real", "cached", "cached", "real"))  # nothing to replace: no-aug has no answer
+    assert not split.decided(alone, rate=real_rate)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import plan
-from fastload_cli.analyzer import search
+from fastload_cli.analyzer import search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DIAGNOSE_MODES, RunConfig
 from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups
@@ -130,6 +130,11 @@ def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_
     assert ran.count("split") == 1 and "cached" not in ran and outcome.split_run is not None
     no_aug, cached = outcome.summaries[2:4]
     assert no_aug.throughput_batches_per_s == pytest.approx(100.0) == cached.throughput_batches_per_s  # 10 ms a batch
+    # the split run is over once one round of turns decided no-aug's answer against the real run's rate
+    splitting = next(s.config for s in steps if s.config is not None and s.config.spec.mode is Mode.SPLIT)
+    assert splitting is not None and isinstance(splitting.settle, functools.partial)
+    assert splitting.settle.func is split.decided
+    assert splitting.settle.keywords["rate"] == pytest.approx(outcome.summaries[0].throughput_samples_per_s)
     parts = [s.part for s in steps]
     assert parts.index(Part.SWEEP) > parts.index(Part.AFTER_MODES) > parts.index(Part.MODES)
     # the sweep predicts from the script's own 2 workers: 8 keep up with the 10 ms step
