@@ -187,6 +187,8 @@ class Diagnose:
         limits = state.outcome.limits
         if limits is not None and limits.more_epochs and not within_budget(state, limits):
             return Step(part=Part.SWEEP, limits=replace(limits, more_epochs=False))  # from now on, for the search
+        if limits is not None and cut_short(state, limits):
+            return Step(part=Part.SWEEP, limits=replace(limits, finish_rounds=False))
         found = search.next_step(state.search_state)
         if found is not None and found.second and limits is not None and not second_fits(state, found, limits):
             return Step(part=Part.SWEEP, limits=replace(limits, confirm=False))  # the search concludes from one run
@@ -228,6 +230,15 @@ def within_budget(state: State, limits: search.Limits) -> bool:
     if limits.budget_s is None:
         return True
     return state.elapsed_s + round_s(state) <= limits.budget_s - reserved_s(state)
+
+
+def cut_short(state: State, limits: search.Limits) -> bool:
+    """A round of whole-epoch pairs begun in one run of the script ended with the script, and the
+    budget, which held that round as one run, holds no round in runs of their own: its rest is not
+    measured (``Limits.finish_rounds``): the budget admitted the round as one run, and its rest
+    would be up to three runs, each with its own warm-up epoch."""
+    short = state.outcome.in_process_short and not limits.more_epochs and limits.finish_rounds
+    return short and not within_budget(state, limits)
 
 
 def round_s(state: State) -> float:

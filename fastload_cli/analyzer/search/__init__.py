@@ -38,6 +38,11 @@ HELD_BACK = (
     "The pairs of whole epochs told the best setting from the script's own by less than their noise, and "
     "diagnose's time budget held no more of them: fastload sweep-workers measures more."
 )
+CUT_SHORT = (
+    "The script ended inside the run that measured the pairs of whole epochs in turn, and diagnose's time budget "
+    "held the rest of them in runs of their own: the settings compared over whole epochs rest on fewer epochs "
+    "than a round of pairs measures, their order not reversed. fastload sweep-workers measures more."
+)
 NONE_IN_BUDGET = (
     "Each epoch here is short enough for its start-up, burst and drain to matter, which steady windows leave "
     "out, and diagnose's time budget held no pairs of whole epochs to measure them: fastload sweep-workers does."
@@ -69,7 +74,8 @@ def result(found: State) -> SweepResult | None:
 
 def _concluded(found: State) -> SweepResult | None:
     """The setting to use, its speedup, where returns end; and where the time budget held back
-    pairs of whole epochs the runs asked for, that caveat. Where it held back every pair, fewer
+    pairs of whole epochs the runs asked for, that caveat (or, where it held back the rest of a
+    round the script's end cut short, that one). Where it held back every pair, fewer
     workers than the script's own are not advised from the steady windows alone (a short epoch's
     start-up and burst, which they leave out, can undo their gain): the conclusion says what the
     windows read."""
@@ -78,7 +84,7 @@ def _concluded(found: State) -> SweepResult | None:
     if done is None or not held:
         return done
     if not epochs.unmeasured(found.points):
-        return replace(done, caveats=(*done.caveats, HELD_BACK))
+        return replace(done, caveats=(*done.caveats, HELD_BACK if found.limits.finish_rounds else CUT_SHORT))
     own = found.current or 0
     fewer = done.recommended_workers is not None and done.recommended_workers < own
     if not (done.significant and fewer and done.speedup is not None):

@@ -128,7 +128,7 @@ def pending(points: Sequence[SweepPoint], limits: Limits, current: int | None, *
         return []  # a failed run ends the comparison, as it ends the search
     left = Counter(p.workers for p in points if p.variant == EPOCHS_VARIANT)
     rest = []
-    for workers in _order(points, found, current, more=limits.more_epochs):
+    for workers in _order(points, found, current, more=limits.more_epochs, finish=limits.finish_rounds):
         if left[workers]:
             left[workers] -= 1
         else:
@@ -141,7 +141,9 @@ def held_back(points: Sequence[SweepPoint], limits: Limits, current: int | None,
     if limits.more_epochs:
         return False
     found = candidates(points, limits, current, down=down)
-    return bool(found) and _order(points, found, current, more=False) != _order(points, found, current)
+    if not found:
+        return False
+    return _order(points, found, current, more=False, finish=limits.finish_rounds) != _order(points, found, current)
 
 
 def unmeasured(points: Sequence[SweepPoint]) -> bool:
@@ -149,7 +151,9 @@ def unmeasured(points: Sequence[SweepPoint]) -> bool:
     return not any(p.variant == EPOCHS_VARIANT for p in points)
 
 
-def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, *, more: bool = True) -> list[int]:
+def _order(
+    points: Sequence[SweepPoint], found: list[int], current: int | None, *, more: bool = True, finish: bool = True
+) -> list[int]:
     """The settings compared over whole epochs, in order: for each of ``found`` with fewer workers, it and
     the script's own in pairs, each pair's order reversed in the next (own, it, it, own: a machine
     that slows down steadily slows both alike on average); where those runs cannot tell the best
@@ -157,12 +161,13 @@ def _order(points: Sequence[SweepPoint], found: list[int], current: int | None, 
     (``Decided.unresolved``), ``EPOCHS_MORE`` rounds of it and the script's own more: a difference
     the runs told apart stands as measured, one inside their noise is measured again before it is
     advised or dropped; never a round not begun where the time budget holds no more (``more``),
-    the first included: without a pair measured, none."""
+    the first included: without a pair measured, none; and where it holds not even the rest of the
+    round begun (``finish`` False), nothing past what was measured."""
     own = found[0]
     order = [w for fewer in found[1:] for w in (own, fewer, fewer, own)]
     whole = [p for p in points if p.variant == EPOCHS_VARIANT]
-    if not more and not whole:
-        return []
+    if not more and (not whole or not finish):  # none begun, or the rest of those begun held: what was measured
+        return order[: len(whole)]
     for _ in range(EPOCHS_MORE):
         if len(whole) < len(order):
             break

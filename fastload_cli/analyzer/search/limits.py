@@ -29,9 +29,12 @@ class Limits:
     shm_bytes: int | None = None  # /dev/shm, where workers hand their batches over
     batch_bytes: int | None = None  # one batch of the loader being swept
     # A time budget (diagnose's): more rounds of whole-epoch pairs start only while one would end
-    # within ``budget_s`` of the command's start; ``more_epochs`` is False once none would.
+    # within ``budget_s`` of the command's start; ``more_epochs`` is False once none would. The
+    # rounds begun are measured whole, unless ``finish_rounds`` is False: a round begun in one run
+    # of the script that ended first, whose rest in runs of their own the budget does not hold.
     budget_s: float | None = None
     more_epochs: bool = True
+    finish_rounds: bool = True
     fewer: bool = True  # a setting with fewer workers than the script's own may be advised
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:

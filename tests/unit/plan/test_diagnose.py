@@ -225,6 +225,21 @@ def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time
     assert swept.limits is not None and swept.limits.budget_s is None and swept.limits.more_epochs
 
 
+def test_a_round_of_pairs_cut_short_by_the_scripts_end_is_not_finished_past_the_budget_in_runs_of_their_own() -> None:
+    def short(config: RunConfig) -> RunResult:  # 40-batch epochs; the in-process round ends with the script
+        return with_epochs(pipeline(config), 40)
+
+    # with time to spare, the round's rest runs in runs of its own after the in-process run
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short)
+    ran = labels(steps)
+    assert outcome.in_process_short and ran[ran.index("in-process") + 1] == "workers=2"
+    # the budget held the round as one run, not its rest as runs of their own: nothing more of it
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short, elapsed_s=30.0)
+    ran = labels(steps)
+    assert late.in_process_short and "in-process" in ran and "workers=2" not in ran
+    assert late.limits is not None and not late.limits.more_epochs and not late.limits.finish_rounds
+
+
 def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_the_caveat_says_so() -> None:
     def six_workers(config: RunConfig) -> RunResult:  # 8 workers 1.33x the script's 6: each measured twice
         return pipeline(config, own=6)

@@ -435,6 +435,14 @@ def test_a_time_budget_that_holds_no_more_rounds_ends_the_pairs_after_those_begu
     assert epochs.held_back(points, held, 2, down=True) and not epochs.held_back(points, SHORT, 2, down=True)
     begun = [*points, pt(2, 300.0, spread=0.0, variant=WHOLE_EPOCHS)]
     assert epochs.pending(begun, held, 2, down=True) == [0, 0, 2]
+    # a round begun in one run of the script that ended first, whose rest the budget does not
+    # hold in runs of their own: nothing past what was measured, and the caveat says so
+    cut = dataclasses.replace(held, finish_rounds=False)
+    assert epochs.pending(begun, cut, 2, down=True) == [] and epochs.held_back(begun, cut, 2, down=True)
+    unfinished = State(points=tuple(begun), current=2, loader=None, limits=cut, prediction=None, cpu_count=2,
+                       measured_any=True, sizing=Sizing(), loaders_compete=True)  # fmt: skip
+    said = search.result(unfinished)
+    assert said is not None and search.CUT_SHORT in said.caveats and search.HELD_BACK not in said.caveats
     found = State(points=tuple(points), current=2, loader=None, limits=held, prediction=None, cpu_count=2,
                   measured_any=True, sizing=Sizing(), loaders_compete=True)  # fmt: skip
     result = search.result(found)
