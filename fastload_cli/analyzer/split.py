@@ -65,7 +65,7 @@ def interleaved_split(run: RunResult | None, synthetic: RunSummary | None) -> In
     if run is None:
         return None
     per_turn = turn_times(run)
-    found = {phase: sum(map(sum, turns)) / sum(map(len, turns)) for phase, turns in per_turn.items()}
+    found = {phase: _mean(turns) for phase, turns in per_turn.items()}
     split = _split(found, _batch_ms(synthetic))
     if split is None:
         return None
@@ -125,15 +125,19 @@ def decided(run: Batches, *, rate: float) -> bool:
     real, no_aug = times.get("real"), times.get("no-aug")
     if not real or not no_aug or rate <= 0:
         return False
-    no_aug_ms = sum(map(sum, no_aug)) / sum(map(len, no_aug))
-    samples = [b.samples for b in loader_batches(run)]
+    samples = sorted(b.samples for b in loader_batches(run))
     gains = (
-        sum(map(sum, real)) / sum(map(len, real)) / no_aug_ms,  # against the real pipeline's turn
-        1000.0 * sorted(samples)[len(samples) // 2] / no_aug_ms / rate,  # against the real run
+        _mean(real) / _mean(no_aug),  # against the real pipeline's turn
+        1000.0 * samples[len(samples) // 2] / _mean(no_aug) / rate,  # against the real run
     )
     margin = 2 * th.DECIDED_PRECISION
     above = all(g / th.AUG_SPEEDUP_SIGNIFICANT - 1 >= margin for g in gains)
     return above or all(1 - g / th.AUG_SPEEDUP_SIGNIFICANT >= margin for g in gains)
+
+
+def _mean(turns: list[list[float]]) -> float:
+    """The mean of a pipeline's milliseconds between batches over all its turns."""
+    return sum(map(sum, turns)) / sum(map(len, turns))
 
 
 def workers_cpu(run: RunResult) -> dict[str, float]:

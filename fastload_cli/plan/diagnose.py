@@ -234,9 +234,9 @@ def within_budget(state: State, limits: search.Limits) -> bool:
 
 def cut_short(state: State, limits: search.Limits) -> bool:
     """A round of whole-epoch pairs begun in one run of the script ended with the script, and the
-    budget, which held that round as one run, holds no round in runs of their own: its rest is not
-    measured (``Limits.finish_rounds``): the budget admitted the round as one run, and its rest
-    would be up to three runs, each with its own warm-up epoch."""
+    budget, which admitted that round as one run, holds no round in runs of their own (its rest
+    would be up to three, each with its own warm-up epoch): its rest is not measured
+    (``Limits.finish_rounds``)."""
     short = state.outcome.in_process_short and not limits.more_epochs and limits.finish_rounds
     return short and not within_budget(state, limits)
 
