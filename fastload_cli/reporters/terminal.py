@@ -329,9 +329,8 @@ def _split(found: InputSplit) -> list[RenderableType]:
             )
     lines: list[RenderableType] = [Text(""), Text("Where a batch's time goes", style="bold underline"), table]
     if found.method == INTERLEAVED:
-        if found.turns is not None and found.turns > 1:
-            spread = f", turn-to-turn spread ±{100 * found.spread:.0f}%" if found.spread is not None else ""
-            turns = f"{found.turns} turns each{spread}"
+        if found.spread is not None:  # none where a pipeline took one turn (``split.interleaved_split``)
+            turns = f"{found.turns} turns each, turn-to-turn spread ±{100 * found.spread:.0f}%"
         else:
             turns = "one turn each, so how much turns differ is not known"
         how = (

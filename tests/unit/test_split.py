@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import random
 
 import pytest
-from rich.console import Console, Group
 
 from fastload_cli.analyzer import split
 from fastload_cli.records import (
@@ -26,7 +24,7 @@ from fastload_cli.records import (
 )
 from fastload_cli.reporters import terminal
 from tests.unit import builders as b
-from tests.unit.test_report_sections import full_report
+from tests.unit.test_report_sections import full_report, text
 
 PER_BATCH = {"real": 40.0, "cached": 30.0, "no-aug": 25.0, "cached-no-aug": 18.0}
 PALINDROME = ("real", "no-aug", "cached", "cached-no-aug", "cached-no-aug", "cached", "no-aug", "real")
@@ -244,10 +242,8 @@ def test_one_turn_a_pipeline_gives_no_turn_to_turn_spread_and_the_report_says_wh
 
 
 def report_text(found: InputSplit) -> str:
-    report = dataclasses.replace(full_report(), split=found)
-    console = Console(file=io.StringIO(), width=200, color_system=None, force_terminal=False, record=True)
-    console.print(Group(*terminal.SECTIONS["split"](report)))
-    return console.export_text()
+    """The report's split section for ``found``, as one line of text (the terminal wraps it)."""
+    return " ".join(text(*terminal.SECTIONS["split"](dataclasses.replace(full_report(), split=found))).split())
 
 
 def test_a_script_whose_loop_ends_before_the_split_runs_turns_is_too_short_for_it() -> None:
