@@ -13,7 +13,7 @@ from dataclasses import replace
 from fastload_cli.analyzer import noise, same_batches
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice.shared import loader_change
-from fastload_cli.analyzer.window import primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import folded, loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
     UNCHANGED,
     Bottleneck,
@@ -36,6 +36,13 @@ NO_CUDA = (
 LIBRARY = "from fastload_cli.fixes import "
 # Recommendations diagnose verifies by running their fix, at most this many (each is one more run).
 MAX_VERIFIED = 2
+# Fixes that change only what an epoch's start costs: a window that holds no epoch's start cannot
+# see them, however long it is.
+AT_EPOCH_STARTS = frozenset({Fix.PERSISTENT_WORKERS})
+NO_EPOCH_START = (
+    "its run's window or the real run's held no epoch's start, and keeping the workers saves "
+    "only what an epoch's start costs; `--fixed-batches --max-batches N`, N past an epoch's batches, measures it"
+)
 
 
 def cuda_available(runs: Sequence[RunResult]) -> bool:
@@ -67,7 +74,18 @@ def to_verify(
         return ()
     ran = {text for r in done if r.spec.mode is Mode.FIX for text in r.spec.fixes}
     found = [fix for rid in recommendations if (fix := fix_for(rid, loader)) is not None and fix.text not in ran]
+    real = next((r for r in done if r.spec.mode is Mode.REAL), None)
+    if real is not None and not epoch_starts(real):  # a run like it would hold none either
+        found = [f for f in found if f.fix not in AT_EPOCH_STARTS]
     return tuple(f for f in found if refusal((f,), f, loader, cuda) is None)[:MAX_VERIFIED]
+
+
+def epoch_starts(run: RunResult) -> int:
+    """The epochs that began inside ``run``'s training window (``metrics.training_throughput``'s:
+    from its warm-up's last batch on), folded ones included."""
+    batches = loader_batches(run)
+    fold = folded(run)
+    return sum(1 for b in batches[max(run.warmup_batches, 1) :] if b.index == 0) + (fold.epochs if fold else 0)
 
 
 def refusal(fixes: Sequence[FixSpec], fix: FixSpec, loader: LoaderInfo | None, cuda: bool) -> str | None:
@@ -149,7 +167,7 @@ def results(
     for run, summary in pairs:
         if run.spec.mode is Mode.FIX:
             changes = code(run.spec.fix_specs, loader)
-            measured = _measured(run, summary, real[1], changes)
+            measured = _measured(run, summary, real, changes)
             check = same_batches.compare(real[0], run) if measured.measured else None
             found.append(replace(measured, same_batches=check.same, batches=check.said) if check else measured)
     return tuple(found)
@@ -169,7 +187,7 @@ def _unmeasured(name: str, why: str, change: str, *, applies: bool = False) -> F
     )
 
 
-def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str) -> FixResult:
+def _measured(run: RunResult, summary: RunSummary, against: tuple[RunResult, RunSummary], change: str) -> FixResult:
     name = "+".join(run.spec.fixes)
     unchanged = _not_applied(run)
     if unchanged is not None:
@@ -177,6 +195,9 @@ def _measured(run: RunResult, summary: RunSummary, real: RunSummary, change: str
     if run.status is not RunStatus.OK or summary.training_samples_per_s is None:
         why = summary.error or f"the run ended {run.status.value} before a steady window was measured"
         return _unmeasured(name, why, change, applies=True)
+    real_run, real = against
+    if {f.fix for f in run.spec.fix_specs} <= AT_EPOCH_STARTS and not (epoch_starts(run) and epoch_starts(real_run)):
+        return _unmeasured(name, NO_EPOCH_START, change, applies=True)
     base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
     speedup = summary.training_samples_per_s / base if base else None
     spread = noise.between_runs(summary, real)

@@ -12,7 +12,18 @@ from fastload_cli.analyzer.metrics import summarize, training_throughput
 from fastload_cli.config import parse_fixes
 from fastload_cli.errors import UsageError
 from fastload_cli.plan.try_fixes import fix_runs
-from fastload_cli.records import UNCHANGED, ChildSpec, Fix, FixSpec, Mode, ModeSpec, RunStatus, Substitution
+from fastload_cli.records import (
+    UNCHANGED,
+    Bottleneck,
+    ChildSpec,
+    Fix,
+    FixSpec,
+    Mode,
+    ModeSpec,
+    RunStatus,
+    Substitution,
+    Verdict,
+)
 from tests.unit import builders as b
 
 F = FixSpec.parse
@@ -73,8 +84,12 @@ def test_each_fix_that_applies_runs_alone_then_all_together() -> None:
     assert [s.label for s in fix_runs(asked[1:2], [real]).specs] == []
 
 
-def measured(label: str, step_ms: float, **changes: object) -> tuple:
-    run = dataclasses.replace(b.run(label, b.batches([0.0] * 30, step_ms)), **changes)
+def measured(label: str, step_ms: float, epochs: int = 2, **changes: object) -> tuple:
+    """A run of ``epochs`` epochs of 15 batches, each step ``step_ms``."""
+    found: list = []
+    for epoch in range(1, epochs + 1):
+        found += b.batches([0.0] * 15, step_ms, iterator_id=epoch, start_ns=found[-1].wait_end_ns if found else 0)
+    run = dataclasses.replace(b.run(label, found), **changes)
     return run, summarize(run)
 
 
@@ -104,6 +119,33 @@ def test_a_fix_run_is_judged_against_the_real_run_and_its_noise() -> None:
         found["thread-prefetch"].code
         == "from fastload_cli.fixes import ThreadPrefetcher\nloader = ThreadPrefetcher(loader)"
     )
+
+
+def test_keeping_the_workers_is_measured_only_where_both_windows_hold_an_epochs_start() -> None:
+    # what persistent workers save is an epoch's start: a window inside one epoch sees none of it
+    asked = (F("persistent-workers"), F("thread-prefetch"))
+    for real_epochs, fix_epochs in ((1, 1), (1, 2), (2, 1)):
+        real, real_summary = measured("real", 20.0, epochs=real_epochs)
+        kept, kept_summary = measured("fix:persistent-workers", 16.0, epochs=fix_epochs)
+        other, other_summary = measured("fix:thread-prefetch", 16.0, epochs=fix_epochs)
+        runs, summaries = [real, kept, other], [real_summary, kept_summary, other_summary]
+        found = {f.name: f for f in trials.results(asked, runs, summaries)}
+        assert not found["persistent-workers"].measured and found["persistent-workers"].applies
+        assert (
+            found["persistent-workers"].speedup is None and found["persistent-workers"].reason == trials.NO_EPOCH_START
+        )
+        assert found["thread-prefetch"].measured, (real_epochs, fix_epochs)  # a steady gain shows in any window
+    real, real_summary = measured("real", 20.0)
+    kept, kept_summary = measured("fix:persistent-workers", 16.0)
+    [found] = trials.results(asked[:1], [real, kept], [real_summary, kept_summary])
+    assert found.measured and found.speedup == pytest.approx(1.25, rel=0.02)
+
+
+def test_diagnose_verifies_keeping_the_workers_only_where_the_real_runs_window_held_an_epochs_start() -> None:
+    verdict = Verdict(bottleneck=Bottleneck.IO, label="", confidence=0.9, speedup_ceiling=1.5, evidence=(), caveats=())
+    one, two = measured("real", 20.0, epochs=1)[0], measured("real", 20.0)[0]
+    assert trials.to_verify(verdict, ["persistent-workers"], b.loader(), False, [one]) == ()
+    assert trials.to_verify(verdict, ["persistent-workers"], b.loader(), False, [two]) == (F("persistent-workers"),)
 
 
 def test_the_code_change_puts_every_loader_setting_in_one_line_where_the_framework_takes_it() -> None:
