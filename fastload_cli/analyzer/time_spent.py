@@ -13,17 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.window import NS, steady_steps
+from fastload_cli.analyzer.window import NS, loader_batches, steady_steps
 from fastload_cli.records import Mode, ModeSpec, RunResult, RunSummary, RunTime, TimeSpent
 
 UNCOMPARED = (Mode.BREAKDOWN, Mode.SPLIT, Mode.IN_PROCESS)  # runs whose figures are no mode's to compare
 
 
-def windows(runs: Sequence[RunResult]) -> list[tuple[int, int]]:
+def windows(runs: Sequence[RunResult], *, whole_epochs: bool = False) -> list[tuple[int, int]]:
     """The measured windows of ``runs`` (one run, or the settings an in-process run measured in
-    turn), as (start, end) on the monotonic clock."""
+    turn), as (start, end) on the monotonic clock. ``whole_epochs``: the settings took turns an
+    epoch each and are read over those whole epochs, start-ups, bursts and drains included
+    (``metrics.training_throughput``): each window runs from its warm-up's last batch to its last."""
     found = []
     for run in runs:
+        batches = loader_batches(run) if whole_epochs else []
+        if whole_epochs and len(batches) > run.warmup_batches > 0:
+            found.append((batches[run.warmup_batches - 1].wait_end_ns, batches[-1].wait_end_ns))
+            continue
         steps = steady_steps(run)
         if steps:
             found.append((steps[0].previous_end_ns, steps[-1].end_ns))

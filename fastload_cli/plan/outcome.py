@@ -120,7 +120,8 @@ def _timed(
     and ``superseded`` spent their time: a run measures again what another did where its step
     says so, or where one of the two was superseded."""
     again = step.keep is Keep.AGAIN or step.part in (Part.AGAIN, Part.AGAIN_LATE) or superseded is not None
-    found = [time_spent.of_run(run, time_spent.windows(cut), again=again)]
+    whole = step.keep is Keep.IN_TURN and step.config is not None and step.config.child.turn_at_epochs
+    found = [time_spent.of_run(run, time_spent.windows(cut, whole_epochs=whole), again=again)]
     if superseded is not None:
         found.insert(0, time_spent.of_run(superseded, time_spent.windows((superseded,)), again=True))
     return replace(outcome, timed=(*outcome.timed, *found))

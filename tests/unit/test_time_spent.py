@@ -39,6 +39,18 @@ def test_a_run_is_its_start_its_warm_up_its_window_and_its_end() -> None:
     assert time_spent.windows([run]) == [window]
 
 
+def test_settings_read_over_whole_epochs_count_those_epochs_whole_as_measured() -> None:
+    # two 20-batch epochs, each starting with a 200 ms start-up: the first is the warm-up, the second
+    # is read whole (start-up, burst and drain included), as a whole-epoch pair reads it
+    first = b.batches([200.0] + [5.0] * 19, 10.0, iterator_id=1)
+    second = b.batches([200.0] + [5.0] * 19, 10.0, iterator_id=2, start_ns=first[-1].wait_end_ns)
+    run = b.run("workers=2", first + second, warmup=20)
+    [steady] = time_spent.windows([run])
+    [whole] = time_spent.windows([run], whole_epochs=True)
+    assert whole == (first[-1].wait_end_ns, second[-1].wait_end_ns)
+    assert whole[0] <= steady[0] and whole[1] >= steady[1] and whole != steady  # the start-up counted
+
+
 def test_a_breakdown_timed_inside_a_run_is_the_breakdowns_time_not_its_warm_ups() -> None:
     run = dataclasses.replace(timed_run(), breakdown_ns=100 * MS)  # timed between its windows
     steps = steady_steps(run)
