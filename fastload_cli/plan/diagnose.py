@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import Analysis, ranks, search, split
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import asleep_unexplained
 from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.window import first_loader
@@ -91,7 +92,7 @@ class Diagnose:
         spec = self.modes[done]
         if self.follow_ups and split_first(state, spec):
             return split_step(state, Part.MODES, Keep.SPLIT_MODES)
-        return timing_loading(state, in_turn_step(state, self.modes[done:], self._config(state, spec)))
+        return timing_loading(state, in_turn_step(state, self.modes[done:], self._config(state, spec)), self.breakdown)
 
     def _split(self, state: State) -> Step | None:
         if not wants_split(self.modes) or state.taken(Part.SPLIT) or state.outcome.split_run is not None:
@@ -131,7 +132,7 @@ class Diagnose:
             if done >= len(AGAIN):
                 return None
             return in_turn_step(state, AGAIN[done:], self._config(state, AGAIN[done]), part)
-        step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), part))
+        step = timing_loading(state, in_turn_step(state, AGAIN, self._config(state, AGAIN[0]), part), self.breakdown)
         return replace(step, notes=((None, why), *step.notes))
 
     def _then(self, state: State) -> AfterModes:
@@ -202,14 +203,19 @@ class Diagnose:
         return breakdown_step(self.runs_from(state))
 
 
-def timing_loading(state: State, step: Step) -> Step:
+def timing_loading(state: State, step: Step, asked: bool = False) -> Step:
     """``step``, where it runs real, then synthetic, in one run of the script (``Keep.MODES_IN_TURN``)
     and no breakdown was timed yet, asking that run to time each loading step at its switch
     (``DEFAULT_BREAKDOWN_ITEMS``): the breakdown a cpu verdict asks for then needs no run of
-    its own, and a run whose verdict does not ask for it pays what ``RIDE_BUDGET_S`` allows."""
+    its own, and a run whose verdict does not ask for it pays what ``RIDE_BUDGET_S`` allows. Not
+    where the workers were busy less than ``LOADER_IDLE`` of their lives by then (unless the
+    breakdown is ``asked`` for whatever the verdict): loading that sleeps is no cpu verdict's, and a
+    verdict that asks for the breakdown after all gets its run."""
     if step.keep is not Keep.MODES_IN_TURN or step.config is None or state.outcome.held_breakdown is not None:
         return step
-    return replace(step, config=step.config.with_child(breakdown_items=DEFAULT_BREAKDOWN_ITEMS))
+    busy = 0.0 if asked else th.LOADER_IDLE
+    timed = step.config.with_child(breakdown_items=DEFAULT_BREAKDOWN_ITEMS, breakdown_busy=busy)
+    return replace(step, config=timed)
 
 
 def waits_for_sweep(state: State) -> bool:

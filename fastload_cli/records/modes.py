@@ -213,6 +213,9 @@ class ChildSpec:
     keep_transforms: tuple[str, ...] = ()  # no-aug: class names never replaced
     drop_transforms: tuple[str, ...] = ()  # no-aug: class names always replaced
     breakdown_items: int = 0  # breakdown: samples timed step by step
+    # real+synthetic: the breakdown is timed at the switch only where the workers were busy at least
+    # this share of their lives (0: wherever asked)
+    breakdown_busy: float = 0.0
     cache_batches: int = 0  # cached / cache-decoded: batches' worth of samples decoded into memory
     cache_bytes: int = 0  # ... and the memory they may take at most (0: no bound)
     phase_batches: int = 0  # split: batches each pipeline takes in turn (after the warm-up)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -286,3 +287,27 @@ def _shape_of(value: Any) -> tuple[str, list[int]] | None:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def workers_busy(iterator: Any) -> float | None:
+    """The share of their lives that ``iterator``'s workers spent on a CPU or waiting for one
+    (``/proc``: their scheduler's run and run-queue times against how long each has been alive),
+    or None where it cannot be read (no workers, not Linux, a worker gone)."""
+    workers = getattr(iterator, "_workers", None)
+    if not workers:
+        return None
+    busy = lived = 0.0
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as file:
+            uptime = float(file.read().split()[0])
+        for worker in workers:
+            with open(f"/proc/{worker.pid}/schedstat") as file:
+                on_cpu_ns, waiting_ns = (int(x) for x in file.read().split()[:2])
+            with open(f"/proc/{worker.pid}/stat") as file:
+                started = int(file.read().rsplit(")", 1)[1].split()[19]) / ticks  # field 22: its start
+            busy += (on_cpu_ns + waiting_ns) / 1e9
+            lived += max(0.0, uptime - started)
+    except (OSError, ValueError, IndexError, AttributeError, TypeError):
+        return None
+    return busy / lived if lived > 0 else None

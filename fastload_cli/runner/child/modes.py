@@ -286,7 +286,9 @@ class RealThenReplay(SyntheticReplay):
     Where the run asks for the breakdown (``ChildSpec.breakdown_items``), each loading step of the
     switched loader is timed at the switch, in the main thread, before the first replay is asked
     for: inside the step that shuts the workers down, which neither window counts, at most
-    ``RIDE_BUDGET_S`` long; the breakdown's own run of the script is then not needed."""
+    ``RIDE_BUDGET_S`` long; the breakdown's own run of the script is then not needed. Not where
+    the loader's workers were busy less than ``ChildSpec.breakdown_busy`` of their lives: loading
+    that waits on storage or latency asks for no breakdown, and one that does gets its own run."""
 
     # Loader id -> the loader, for the breakdown; None once the first loader switched: once a run.
     _loaders: dict[int, weakref.ref[Any]] | None = field(default_factory=dict)
@@ -299,6 +301,13 @@ class RealThenReplay(SyntheticReplay):
         if self.spec.breakdown_items and self._loaders is not None:
             self._loaders.setdefault(state.loader_id, weakref.ref(loader))
         return super().start_epoch(loader, state, original)
+
+    def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
+        if self._loaders is not None and self.spec.breakdown_busy:  # read before its workers are shut down
+            busy = breakdown.workers_busy(iterator)
+            if busy is not None and busy < self.spec.breakdown_busy:
+                self._loaders = None
+        super()._cache(iterator, loader, batch)
 
     def switched(self, loader: LoaderState) -> None:
         if self._loaders is None:

@@ -4,8 +4,11 @@ inside the step that shuts the workers down, which neither mode's window counts.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,7 +18,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 from torchvision.transforms import v2
 
 from fastload_cli.records import ChildSpec, EventKind, Mode, ModeSpec
-from fastload_cli.runner.child import modes
+from fastload_cli.runner.child import breakdown, modes
 from fastload_cli.runner.child.modes import EpochState, LoaderState, RealThenReplay
 from tests.unit.child.test_interleave import Events, counted
 
@@ -43,7 +46,9 @@ class Clocked(Events):
         super().emit(kind, **fields, at_ns=time.monotonic_ns())
 
 
-def run(monkeypatch: pytest.MonkeyPatch, items: int, in_thread: bool = False) -> tuple[Clocked, list, Numbers]:
+def run(
+    monkeypatch: pytest.MonkeyPatch, items: int, in_thread: bool = False, busy: float = 0.0
+) -> tuple[Clocked, list, Numbers]:
     """Twelve batches of a loader with two workers; the parent's word after the fourth. Each
     batch as (asked, delivered, replayed): when the loop asked for it and when it had it."""
     monkeypatch.setattr(modes.NextAsked, "asked", False)
@@ -57,7 +62,7 @@ def run(monkeypatch: pytest.MonkeyPatch, items: int, in_thread: bool = False) ->
         log.append((asked, time.monotonic_ns(), synthetic, batch))
         return batch
 
-    spec = ChildSpec(mode=ModeSpec(mode=Mode.REAL_SYNTHETIC), breakdown_items=items)
+    spec = ChildSpec(mode=ModeSpec(mode=Mode.REAL_SYNTHETIC), breakdown_items=items, breakdown_busy=busy)
     actuator = RealThenReplay(spec=spec, channel=events, timed=timed)  # type: ignore[arg-type]
     dataset = Numbers()
     loader = DataLoader(dataset, batch_size=4, num_workers=2)
@@ -102,6 +107,31 @@ def test_nothing_is_timed_where_the_run_does_not_ask_or_the_loop_runs_in_another
         events, log, _ = run(monkeypatch, items=items, in_thread=in_thread)
         assert any(entry[2] for entry in log)  # the replays took over all the same
         assert not [kind for kind, _ in events.seen if kind is EventKind.BREAKDOWN]
+
+
+def test_loading_whose_workers_mostly_slept_is_not_timed_at_the_switch(monkeypatch) -> None:
+    # workers that waited on storage or latency: no cpu verdict asks for the breakdown; busier ones,
+    # or ones whose share cannot be read, are timed as before
+    for read, timed in ((0.1, False), (0.5, True), (None, True)):
+        monkeypatch.setattr(breakdown, "workers_busy", lambda iterator, read=read: read)
+        events, log, _ = run(monkeypatch, items=8, busy=0.35)
+        assert any(entry[2] for entry in log)  # the replays took over all the same
+        assert bool([kind for kind, _ in events.seen if kind is EventKind.BREAKDOWN]) is timed, read
+
+
+def test_the_workers_busy_share_is_read_from_their_scheduler() -> None:
+    # one worker asleep, one on a CPU or waiting for one all its life: however busy the machine,
+    # the sleeper's share stays near none and the spinner's near all
+    for command, low, high in ((["sleep", "30"], 0.0, 0.3), ([sys.executable, "-c", "while True: pass"], 0.6, 1.5)):
+        process = subprocess.Popen(command)
+        try:
+            time.sleep(1.0)
+            share = breakdown.workers_busy(SimpleNamespace(_workers=[process]))
+        finally:
+            process.kill()
+            process.wait()
+        assert share is not None and low <= share <= high, (command, share)
+    assert breakdown.workers_busy(SimpleNamespace(_workers=[])) is None  # no workers: nothing to read
 
 
 def test_a_loader_first_iterated_after_the_switch_is_not_timed_again(monkeypatch) -> None:

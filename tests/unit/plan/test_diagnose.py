@@ -356,6 +356,10 @@ def step_bound(config: RunConfig) -> RunResult:
 def test_the_breakdown_timed_at_the_switch_of_real_and_synthetic_spares_its_own_run() -> None:
     outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), timing_at_the_switch())
     assert steps[0].config is not None and steps[0].config.child.breakdown_items == DEFAULT_BREAKDOWN_ITEMS
+    # ... only where the workers were busy: loading that sleeps asks for no cpu verdict's breakdown
+    assert steps[0].config.child.breakdown_busy == th.LOADER_IDLE
+    _, asked, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, breakdown=True), timing_at_the_switch())
+    assert asked[0].config is not None and asked[0].config.child.breakdown_busy == 0  # --breakdown: wherever
     # loading is CPU work: the breakdown is the one timed at the switch, in its place among the parts
     assert "breakdown" not in labels(steps)
     breakdown = [s for s in steps if s.part is Part.BREAKDOWN]
