@@ -73,9 +73,15 @@ def settled_against(run: Batches, *, rate: float, line: float) -> bool:
 
     def far_from_line(steps: list[LoopStep]) -> bool:
         mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
-        return rate > 0 and abs(mine / rate / line - 1) >= 2 * th.DECIDED_PRECISION
+        return rate > 0 and clear_of(mine / rate, line)
 
     return _settled_or(run, far_from_line)
+
+
+def clear_of(gain: float, line: float) -> bool:
+    """``gain`` lies at least twice ``DECIDED_PRECISION`` from ``line``, on either side: an error
+    of that precision in either of the two rates it compares cannot put it across."""
+    return abs(gain / line - 1) >= 2 * th.DECIDED_PRECISION
 
 
 def _settled_or(run: Batches, decides: Callable[[list[LoopStep]], bool]) -> bool:

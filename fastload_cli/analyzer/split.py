@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.counters import Span, role_delta
+from fastload_cli.analyzer.settle import clear_of
 from fastload_cli.analyzer.window import Batches, folded, loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
     CACHE_LOCATION,
@@ -130,9 +131,9 @@ def decided(run: Batches, *, rate: float) -> bool:
         _mean(real) / _mean(no_aug),  # against the real pipeline's turn
         1000.0 * samples[len(samples) // 2] / _mean(no_aug) / rate,  # against the real run
     )
-    margin = 2 * th.DECIDED_PRECISION
-    above = all(g / th.AUG_SPEEDUP_SIGNIFICANT - 1 >= margin for g in gains)
-    return above or all(1 - g / th.AUG_SPEEDUP_SIGNIFICANT >= margin for g in gains)
+    line = th.AUG_SPEEDUP_SIGNIFICANT
+    sides = {g > line for g in gains}
+    return len(sides) == 1 and all(clear_of(g, line) for g in gains)
 
 
 def _mean(turns: list[list[float]]) -> float:

@@ -108,12 +108,18 @@ def _against_real(state: State, step: Step) -> Step:
     ready = step.config
     if ready is None or ready.settle is None or ready.launcher is not None:
         return step
-    real = next((s for s in state.outcome.summaries if s.spec == REAL), None)
-    rate = real.throughput_samples_per_s if real is not None else None
+    rate = real_rate(state)
     if not rate:
         return step
     decided = functools.partial(settled_against, rate=rate, line=th.AUG_SPEEDUP_SIGNIFICANT)
     return replace(step, config=replace(ready, settle=decided))
+
+
+def real_rate(state: State) -> float | None:
+    """The real run's throughput, as the verdict reads the runs that remove part of loading
+    against it (``Facts.real``)."""
+    real = state.analysis.facts.real
+    return real.throughput_samples_per_s if real is not None else None
 
 
 def in_turn_step(state: State, specs: Sequence[ModeSpec], config: RunConfig, part: Part = Part.MODES) -> Step:
@@ -170,8 +176,7 @@ def split_step(state: State, part: Part, keep: Keep = Keep.SPLIT) -> Step:
     config = state.with_cache(replace(state.base, max_batches=batches, fixed_batches=True))
     config = config.with_child(mode=ModeSpec(mode=Mode.SPLIT), phase_batches=turn)
     step = run_step(part, config, keep=keep, notes=((None, note),))
-    real = state.analysis.facts.real
-    rate = real.throughput_samples_per_s if real is not None else None
+    rate = real_rate(state)
     if keep is not Keep.SPLIT_MODES or step.config is None or not rate:
         return step
     return replace(step, config=replace(step.config, settle=functools.partial(split.decided, rate=rate)))
