@@ -13,7 +13,7 @@ from dataclasses import replace
 from fastload_cli.analyzer import noise, same_batches
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.advice.shared import loader_change
-from fastload_cli.analyzer.window import folded, loader_batches, primary_loader, primary_loader_id
+from fastload_cli.analyzer.window import Batches, folded, loader_batches, primary_loader, primary_loader_id
 from fastload_cli.records import (
     UNCHANGED,
     Bottleneck,
@@ -41,7 +41,7 @@ MAX_VERIFIED = 2
 AT_EPOCH_STARTS = frozenset({Fix.PERSISTENT_WORKERS})
 NO_EPOCH_START = (
     "its run's window or the real run's held no epoch's start, and keeping the workers saves "
-    "only what an epoch's start costs; `--fixed-batches --max-batches N`, N past an epoch's batches, measures it"
+    "only what an epoch's start costs; `--max-batches N`, N past an epoch's batches, measures it"
 )
 
 
@@ -80,7 +80,7 @@ def to_verify(
     return tuple(f for f in found if refusal((f,), f, loader, cuda) is None)[:MAX_VERIFIED]
 
 
-def epoch_starts(run: RunResult) -> int:
+def epoch_starts(run: Batches) -> int:
     """The epochs that began inside ``run``'s training window (``metrics.training_throughput``'s:
     from its warm-up's last batch on), folded ones included."""
     batches = loader_batches(run)

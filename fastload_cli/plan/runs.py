@@ -12,7 +12,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
-from fastload_cli.analyzer import pathologies, split
+from fastload_cli.analyzer import pathologies, split, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.caveats import disturbed
 from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
@@ -21,11 +21,11 @@ from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
 from fastload_cli.analyzer.settle import epoch_end_near, settled, settled_against
 from fastload_cli.analyzer.window import first_loader
-from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, Launcher, RunConfig
+from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, Launcher, RunConfig, SettleRule
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
-from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason
+from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason, Streamed
 
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
 APART = (
@@ -97,7 +97,22 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     if skip is not None:
         return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
     step = run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
+    if spec.mode is Mode.FIX and {f.fix for f in spec.fix_specs} <= trials.AT_EPOCH_STARTS:
+        return holding_an_epoch_start(step)
     return _against_real(state, step) if spec.mode is Mode.NO_AUG else step
+
+
+def holding_an_epoch_start(step: Step) -> Step:
+    """``step``, not over before its window holds an epoch's start (``trials.epoch_starts``): all
+    that keeping the workers saves is what an epoch's start costs. Its batches still bound it."""
+    ready = step.config
+    if ready is None or ready.settle is None:
+        return step
+    return replace(step, config=replace(ready, settle=functools.partial(_with_an_epoch_start, ready.settle)))
+
+
+def _with_an_epoch_start(rule: SettleRule, run: Streamed) -> bool:
+    return trials.epoch_starts(run) > 0 and rule(run)
 
 
 def _against_real(state: State, step: Step) -> Step:

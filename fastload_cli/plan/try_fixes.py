@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastload_cli.analyzer.trials import cuda_available, refusal
+from fastload_cli.analyzer.trials import AT_EPOCH_STARTS, cuda_available, refusal
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import RunConfig
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in, queued
-from fastload_cli.plan.runs import mode_step
+from fastload_cli.plan.runs import holding_an_epoch_start, mode_step
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import FollowUp, Part, Step
 from fastload_cli.records import FixSpec, Mode, ModeSpec, RunResult
@@ -62,7 +62,8 @@ class TryFixes:
     def _real(self, state: State) -> Step | None:
         if state.taken(Part.MODES):
             return None
-        return mode_step(state, REAL, state.with_cache(state.base).with_mode(REAL))
+        step = mode_step(state, REAL, state.with_cache(state.base).with_mode(REAL))
+        return holding_an_epoch_start(step) if any(f.fix in AT_EPOCH_STARTS for f in self.fixes) else step
 
     def _fixed(self, state: State) -> Step | None:
         taken = state.taken(Part.FIXES)

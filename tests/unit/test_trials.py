@@ -4,14 +4,19 @@ change, and the cached mode's split of a batch's time. Hand-built runs, hand-com
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from fastload_cli.analyzer import trials
 from fastload_cli.analyzer.metrics import summarize, training_throughput
-from fastload_cli.config import parse_fixes
+from fastload_cli.config import RunConfig, parse_fixes
 from fastload_cli.errors import UsageError
-from fastload_cli.plan.try_fixes import fix_runs
+from fastload_cli.plan.outcome import Outcome
+from fastload_cli.plan.runs import holding_an_epoch_start
+from fastload_cli.plan.state import State
+from fastload_cli.plan.step import Part, Step
+from fastload_cli.plan.try_fixes import TryFixes, fix_runs
 from fastload_cli.records import (
     UNCHANGED,
     Bottleneck,
@@ -164,3 +169,18 @@ def test_training_throughput_counts_every_epochs_start_up_after_warm_up() -> Non
     # after the warm-up batch at 10 ms: 18 batches of 32 samples until 90 + 500 + 90 ms
     assert training_throughput(run) == pytest.approx(18 * 32 / 0.670, rel=1e-3)
     assert summarize(run).throughput_samples_per_s > training_throughput(run)  # the steady window leaves it out
+
+
+def test_a_run_that_measures_keeping_the_workers_is_not_over_before_its_window_holds_an_epochs_start() -> None:
+    stable = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=50, settle=lambda run: True)
+    step = holding_an_epoch_start(Step(part=Part.FIXES, config=stable))
+    assert step.config is not None and step.config.settle is not None
+    assert not step.config.settle(measured("fix:persistent-workers", 16.0, epochs=1)[0])  # stable, but blind to it
+    assert step.config.settle(measured("fix:persistent-workers", 16.0, epochs=2)[0])
+    # try's real run too, where the fix is asked for; not where only others are
+    state = State(outcome=Outcome(), base=stable)
+    one_epoch = measured("real", 16.0, epochs=1, warmup_batches=2)[0]
+    kept, other = (TryFixes((F(fix),))._real(state) for fix in ("persistent-workers", "thread-prefetch"))
+    assert kept is not None and kept.config is not None and kept.config.settle is not None
+    assert other is not None and other.config is not None and other.config.settle is not None
+    assert other.config.settle(one_epoch) and not kept.config.settle(one_epoch)
