@@ -27,7 +27,7 @@ def windows(runs: Sequence[RunResult], *, whole_epochs: bool = False) -> list[tu
     found = []
     for run in runs:
         batches = loader_batches(run) if whole_epochs else []
-        if whole_epochs and len(batches) > run.warmup_batches > 0:
+        if len(batches) > run.warmup_batches > 0:
             found.append((batches[run.warmup_batches - 1].wait_end_ns, batches[-1].wait_end_ns))
             continue
         steps = steady_steps(run)

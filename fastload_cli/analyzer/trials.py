@@ -80,6 +80,11 @@ def to_verify(
     return tuple(f for f in found if refusal((f,), f, loader, cuda) is None)[:MAX_VERIFIED]
 
 
+def only_at_epoch_starts(fixes: Sequence[FixSpec]) -> bool:
+    """``fixes`` change nothing but what an epoch's start costs (``AT_EPOCH_STARTS``)."""
+    return bool(fixes) and {f.fix for f in fixes} <= AT_EPOCH_STARTS
+
+
 def epoch_starts(run: Batches) -> int:
     """The epochs that began inside ``run``'s training window (``metrics.training_throughput``'s:
     from its warm-up's last batch on), folded ones included."""
@@ -196,7 +201,7 @@ def _measured(run: RunResult, summary: RunSummary, against: tuple[RunResult, Run
         why = summary.error or f"the run ended {run.status.value} before a steady window was measured"
         return _unmeasured(name, why, change, applies=True)
     real_run, real = against
-    if {f.fix for f in run.spec.fix_specs} <= AT_EPOCH_STARTS and not (epoch_starts(run) and epoch_starts(real_run)):
+    if only_at_epoch_starts(run.spec.fix_specs) and not (epoch_starts(run) and epoch_starts(real_run)):
         return _unmeasured(name, NO_EPOCH_START, change, applies=True)
     base = real.training_samples_per_s  # start-ups included: persistent workers save exactly those
     speedup = summary.training_samples_per_s / base if base else None

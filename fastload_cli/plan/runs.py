@@ -97,7 +97,7 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
     if skip is not None:
         return Step(part=part, mode=spec, notes=((spec, f"skipped: {skip}"),))
     step = run_step(part, config, first=spec.mode is Mode.REAL, mode=spec)
-    if spec.mode is Mode.FIX and {f.fix for f in spec.fix_specs} <= trials.AT_EPOCH_STARTS:
+    if spec.mode is Mode.FIX and trials.only_at_epoch_starts(spec.fix_specs):
         return holding_an_epoch_start(step)
     return _against_real(state, step) if spec.mode is Mode.NO_AUG else step
 

@@ -303,7 +303,7 @@ class RealThenReplay(SyntheticReplay):
         return super().start_epoch(loader, state, original)
 
     def _cache(self, iterator: Any, loader: LoaderState, batch: Any) -> None:
-        if self._loaders is not None and self.spec.breakdown_busy:  # read before its workers are shut down
+        if self._loaders and self.spec.breakdown_busy:  # a breakdown to time: read before the workers are shut down
             busy = breakdown.workers_busy(iterator)
             if busy is not None and busy < self.spec.breakdown_busy:
                 self._loaders = None
