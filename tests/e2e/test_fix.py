@@ -61,7 +61,10 @@ def test_more_workers_for_slow_storage_as_a_patch_that_applies(tmp_path: Path) -
     assert f"num_workers={advised['num_workers']}, persistent_workers=True" in patched
     assert "time.sleep(self.latency_s)  # the storage round trip" in patched  # comments kept
     [written] = [c for c in report["patch"]["changes"] if c["kept"]]  # the JSON says what the terminal does
-    assert written["name"] == name and round(written["gain"], 2) == gain and report["patch"]["diff"] == diff
+    # the terminal prints the gain to two digits, the JSON to four: rounding the JSON's again can differ
+    # by a hundredth (3.51496 prints 3.51, is 3.515 in the JSON), so compare within both roundings
+    assert written["name"] == name and abs(written["gain"] - gain) <= 0.005 + 0.00005
+    assert report["patch"]["diff"] == diff
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("DataLoader(" in line for line in changed)  # the one call, nothing else
     plain = subprocess.run([sys.executable, "storage_latency.py", "--steps", "5"], cwd=folder, capture_output=True)
