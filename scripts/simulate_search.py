@@ -85,6 +85,9 @@ class Host:
         true = self.trained(workers) if whole else self.measured.get(workers) or self.rate(workers)
         rate = true * math.exp(rnd.gauss(0, (self.noise if self.jitter is None else self.jitter) / 2))
         loading = rate * self.cpu_per_sample_s(workers)
+        startup = None
+        if self.epoch_batches:  # its epoch's wait for the workers, as one run reads it: +-25% of the true wait
+            startup = (self.startup_s + self.startup_per_worker_s * workers) * math.exp(rnd.gauss(0, STARTUP_JITTER))
         return SweepPoint(
             workers=workers,
             mode=f"workers={workers}",
@@ -95,6 +98,7 @@ class Host:
             loader_busy_fraction=min(1.0, loading / workers) if workers else None,
             batches=30,
             variant=variant,
+            startup_s=startup,
         )
 
 
@@ -206,6 +210,7 @@ def family(cores: int, noise: float, own: int, epoch: int | None = None) -> list
 # An epoch's wait for its workers to start, where they start again every epoch: a fixed part (the
 # iterator, the first batch's round trip) and a part per worker (forking it, its first imports).
 SHORT_STARTUP = {"startup_s": 0.3, "startup_per_worker_s": 0.02}
+STARTUP_JITTER = 0.25  # how far one run's reading of that wait lands from it (log-normal)
 
 
 # torchvision's classification reference on one H100 with 16 cores (ResNet-50, batch 96, -j 4):

@@ -268,6 +268,9 @@ class SweepResult:
     conclusion: str = ""  # what to do, in one sentence, with the measured speedup
     returns: str = ""  # where returns end and why, in one sentence
     caveats: tuple[str, ...] = ()  # what limits a measured setting's figures (a window of whole epochs)
+    # The speedup is what the settings' steady windows and each epoch's worker start-up, as their runs
+    # measured them, make of epochs that start their workers again (not pairs of whole epochs).
+    estimated_over_epochs: bool = False
     # The throughput the search predicted from the script's own run before measuring (workers,
     # samples/s), the setting it predicted returns end at, and its median relative error at the
     # settings measured to verify it (None without a prediction, or nothing to check it against).

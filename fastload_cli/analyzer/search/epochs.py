@@ -18,8 +18,11 @@ settings with fewer workers compared (``quantile``): the best of two is the best
 often than one alone.
 
 More workers take longer to start every epoch: where the steady windows found a setting with more
-workers faster, on epochs as short, it is measured against the script's own in the same pairs,
-and advised by what they measured, start-ups included.
+workers faster, on epochs as short, what training gets of it is its epoch at its steady pace after
+its workers' start-up, which its run measured (``estimated``). Where even the least that leaves it
+(the script's own start-up taken to cost nothing) clears the noise, it is advised by that estimate;
+otherwise, where the start-ups could undo its gain, it is measured against the script's own in the
+same pairs, and advised by what they measured, start-ups included.
 
 Their points are the sweep's ``EPOCHS_VARIANT`` points, compared with each other alone. Pure
 functions.
@@ -75,6 +78,34 @@ class Decided:
         return not self.told_apart and self.gain + self.bound > 1 + th.SWEEP_NOISE_FLOOR
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A setting's gain over the script's own over whole epochs that start their workers again,
+    from their steady windows and each one's worker start-up (``estimated``)."""
+
+    gain: float  # each epoch its batches at the steady pace after its workers' start-up, both settings
+    low: float  # the least it could be: the script's own start-up taken to cost nothing
+
+    def settles(self, spread: float) -> bool:
+        """Its least gain, less the runs' noise (``spread``), still promises ``SWEEP_MIN_PROMISE``:
+        no start-up could undo the advice, and pairs of whole epochs would not change it."""
+        return self.low / (1 + spread) >= th.SWEEP_MIN_PROMISE
+
+
+def estimated(own: SweepPoint, other: SweepPoint, limits: Limits) -> Estimate | None:
+    """``other`` against ``own`` over epochs of ``limits.epoch_batches`` that start their workers
+    again (no longer than ``EPOCHS_MAX_BATCHES``, where the start-up is a share that matters), each
+    epoch its samples at the setting's steady rate after its start-up (``startup_s``: iter() to the
+    first batch, as its run measured it); None without those figures."""
+    epoch, batch = limits.epoch_batches, limits.batch_size
+    if limits.persistent_workers or not epoch or epoch > EPOCHS_MAX_BATCHES or not batch:
+        return None
+    if own.startup_s is None or other.startup_s is None or not throughput(own) or not throughput(other):
+        return None
+    mine, theirs = epoch * batch / throughput(own), epoch * batch / throughput(other) + other.startup_s
+    return Estimate(gain=(mine + own.startup_s) / theirs, low=mine / theirs)
+
+
 def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None, *, down: bool) -> list[int]:
     """The settings to measure over whole epochs, the script's own first; none unless its workers
     start again every epoch and an epoch is short enough for its start to matter yet leaves a
@@ -106,12 +137,16 @@ def candidates(points: Sequence[SweepPoint], limits: Limits, current: int | None
 def _more(measured: dict[int, SweepPoint], own: SweepPoint, limits: Limits) -> list[int]:
     """Settings with more workers than ``own`` worth measuring against it over whole epochs: the one
     the steady windows would advise (the fewest workers within ``SWEEP_PREFER_FEWER_WITHIN`` of the
-    fastest) where it beats ``own`` beyond the noise; and the fastest of those whose epoch had no
+    fastest) where it beats ``own`` beyond the noise and its start-ups could undo that
+    (``Estimate.settles``); and the fastest of those whose epoch had no
     steady window, measured over whole epochs with their start-ups, where it read faster than
     ``own``'s steady window, which leaves its start-ups out (the two readings are not alike)."""
     ok = usable(measured.values())
     chosen = fewest_near_best(ok)
     found = [chosen.workers] if chosen.workers > own.workers and beats(measured, chosen, own) else []
+    guess = estimated(own, chosen, limits) if found else None
+    if guess is not None and guess.settles(noise.between_settings(chosen, own)):
+        found = []  # its start-ups cannot undo its gain: advised by the estimate, no pairs
     whole = [p for p in ok if p.workers > own.workers and limits.too_many(p.workers) is not None]
     fastest = max(whole, key=throughput, default=None)
     if fastest is not None and throughput(fastest) > throughput(own) and fastest.workers not in found:

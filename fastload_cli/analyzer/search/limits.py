@@ -21,6 +21,7 @@ class Limits:
     refine: int = th.SWEEP_REFINE_POINTS
     confirm: bool = True  # measure the best and the script's own setting twice when they differ
     epoch_batches: int | None = None  # batches per epoch of the loader being swept
+    batch_size: int | None = None  # samples per batch of that loader
     prefetch_factor: int = th.DEFAULT_PREFETCH_FACTOR
     min_workers: int = 0  # the climb starts here (for IO-bound loading, at the script's own setting)
     persistent_workers: bool = False  # the loader keeps its workers across epochs
@@ -44,6 +45,7 @@ class Limits:
         return replace(
             self,
             epoch_batches=epoch_batches(loader),
+            batch_size=loader.batch_size,
             prefetch_factor=loader.prefetch_factor or th.DEFAULT_PREFETCH_FACTOR,
             persistent_workers=loader.persistent_workers,
         )

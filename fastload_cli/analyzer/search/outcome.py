@@ -41,8 +41,7 @@ def conclude(
         return None
     best = max(ok, key=throughput)
     chosen = fewest_near_best(ok)
-    base = measured.get(current) if current is not None else None
-    base = base if base is not None and base.throughput_samples_per_s is not None else None
+    base = _own(measured, current)
     variant = _better_variant(points, chosen)
     top = variant or chosen
     significant = base is not None and beats(measured, top, base)
@@ -50,14 +49,16 @@ def conclude(
     held_back = _after_a_dip(measured, top, base)  # before top falls back to the script's own setting
     gain = throughput(top) / throughput(base) if base is not None and throughput(base) > 0 else None
     whole = epochs.decided(points, current) if base is not None else None
+    guess = epochs.estimated(base, top, limits) if base is not None and top.workers > base.workers else None
     # whole epochs decide fewer workers, and more where they measured them: start-ups included
     if whole is not None and (not significant or top.workers < (current or 0) or whole.workers == top.workers):
         picked, significant = measured[whole.workers], whole.told_apart
-        chosen, variant, top, gain, spread, held_back = picked, None, picked, whole.gain, whole.noise, ()
+        chosen, variant, top, gain, spread, held_back, guess = picked, None, picked, whole.gain, whole.noise, (), None
+    gain = guess.gain if guess is not None else gain  # more workers on short epochs: their start-ups taken off
     significant = significant and gain is not None and gain / (1 + spread) >= th.SWEEP_MIN_PROMISE
     significant = significant and (limits.fewer or top.workers >= (current or 0))
     if base is not None and not significant:
-        chosen, variant, top, gain = base, None, base, 1.0  # nothing measurably beats the script's own setting
+        chosen, variant, top, gain, guess = base, None, base, 1.0, None  # nothing measurably beats the own setting
     stopped = _stopped(points, limits, curve, current)
     diminishing_at, reason = _where_returns_end(measured, best, stopped, limits, cpu_count)
     result = SweepResult(
@@ -69,16 +70,26 @@ def conclude(
         speedup=gain,
         noise=spread,
         significant=significant,
-        memory_cost_bytes=(
-            top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
-        ),
+        memory_cost_bytes=_memory_cost(top, base),
         diminishing_at=diminishing_at,
         reason=reason,
         stopped=stopped,
         caveats=(*across_epochs(measured, limits), *parts.apart(measured), *held_back),
+        estimated_over_epochs=guess is not None,
         **_predicted(curve, measured, current),
     )
     return replace(result, conclusion=conclusion(result), returns=returns(result))
+
+
+def _own(measured: dict[int, SweepPoint], current: int | None) -> SweepPoint | None:
+    """The script's own setting, where it was measured and delivered batches."""
+    base = measured.get(current) if current is not None else None
+    return base if base is not None and base.throughput_samples_per_s is not None else None
+
+
+def _memory_cost(top: SweepPoint, base: SweepPoint | None) -> int | None:
+    """Process-tree RSS of ``top`` over the script's own setting."""
+    return top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
 
 
 def _where_returns_end(
@@ -141,6 +152,8 @@ def conclusion(result: SweepResult) -> str:
             p.variant == epochs.EPOCHS_VARIANT and p.workers == result.recommended_workers for p in result.points
         )
         over = " over whole epochs, each one's worker start-up included" if whole else ""
+        if result.estimated_over_epochs:
+            over = " over whole epochs, from its steady window and each epoch's worker start-up as measured"
         return (
             f"Use {setting}: {promised(result):.2f}x the script's own setting as measured{over}, less its runs' "
             f"noise (±{100 * result.noise:.0f}%){memory}."

@@ -420,6 +420,34 @@ def test_more_workers_are_advised_by_what_whole_epochs_measured_their_start_ups_
     assert "worker start-up included (persistent_workers=True starts them once)" in kept.conclusion
 
 
+def started(points: list[SweepPoint], **startup_s: float) -> list[SweepPoint]:
+    """``points`` with each setting's worker start-up as its run measured it (``w2=0.3``: 2 workers)."""
+    return [dataclasses.replace(p, startup_s=startup_s.get(f"w{p.workers}")) for p in points]
+
+
+def test_more_workers_whose_start_ups_cannot_undo_their_gain_are_advised_by_an_estimate_without_pairs() -> None:
+    # epochs of 64 batches of 32: 2,048 samples, 6.8 s at the own 300 samples/s, 4.1 s at 8 workers'
+    # 500; 8 workers' epoch waits 0.5 s for them to start, the own one's 0.3 s
+    limits = dataclasses.replace(MID, batch_size=32)
+    points = started(more_workers_faster()[:3], w2=0.3, w6=0.4, w8=0.5)  # 10, read over whole epochs, aside
+    assert wanted(points, limits, 2, down=False) is None  # no pairs: no start-up could undo 1.5x
+    found = outcome.conclude(points, 2, limits, cpu_count=16)
+    assert found is not None and found.significant and found.recommended_workers == 8
+    own_s, eight_s = 2048 / 300, 2048 / 500 + 0.5
+    assert found.speedup == pytest.approx((own_s + 0.3) / eight_s)  # 1.55x, not the steady windows' 1.67x
+    assert found.estimated_over_epochs and "each epoch's worker start-up as measured" in found.conclusion
+    # start-ups of 3 s a epoch at 8 workers could undo it (6.8 s against 7.1): measured in pairs, as
+    # are settings whose start-ups were not measured or whose epoch is long enough not to matter
+    slow = started(more_workers_faster()[:3], w2=0.3, w6=0.4, w8=3.0)
+    assert wanted(slow, limits, 2, down=False) == 2
+    assert wanted(more_workers_faster()[:3], limits, 2, down=False) == 2
+    decided = outcome.conclude([*points, *paired_with_8(280.0, 400.0, 400.0, 282.0)[4:]], 2, limits, cpu_count=16)
+    assert decided is not None and decided.speedup == pytest.approx(400 / 281, rel=0.01)
+    assert not decided.estimated_over_epochs and "over whole epochs, each one's" in decided.conclusion
+    long = outcome.conclude(points, 2, dataclasses.replace(limits, epoch_batches=500), cpu_count=16)
+    assert long is not None and long.speedup == pytest.approx(500 / 300) and not long.estimated_over_epochs
+
+
 def test_a_time_budget_that_holds_no_more_rounds_ends_the_pairs_after_those_begun_and_says_so() -> None:
     from fastload_cli.analyzer import search
 
