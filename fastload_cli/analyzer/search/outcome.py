@@ -151,11 +151,11 @@ def conclusion(result: SweepResult) -> str:
         whole = any(
             p.variant == epochs.EPOCHS_VARIANT and p.workers == result.recommended_workers for p in result.points
         )
-        over = " over whole epochs, each one's worker start-up included" if whole else ""
+        how = "as measured over whole epochs, each one's worker start-up included" if whole else "as measured"
         if result.estimated_over_epochs:
-            over = " over whole epochs, from its steady window and each epoch's worker start-up as measured"
+            how = "over whole epochs, as its steady window and each epoch's measured worker start-up make them"
         return (
-            f"Use {setting}: {promised(result):.2f}x the script's own setting as measured{over}, less its runs' "
+            f"Use {setting}: {promised(result):.2f}x the script's own setting {how}, less its runs' "
             f"noise (±{100 * result.noise:.0f}%){memory}."
         )
     if result.speedup is not None:
