@@ -96,9 +96,12 @@ def estimated(own: SweepPoint, other: SweepPoint, limits: Limits) -> Estimate | 
     """``other`` against ``own`` over epochs of ``limits.epoch_batches`` that start their workers
     again (no longer than ``EPOCHS_MAX_BATCHES``, where the start-up is a share that matters), each
     epoch its samples at the setting's steady rate after its start-up (``startup_s``: iter() to the
-    first batch, as its run measured it); None without those figures."""
+    first batch, as its run measured it); None without those figures, and for a setting whose
+    epoch has no steady window (``Limits.too_many``): its reading spans epochs, start-ups included."""
     epoch, batch = limits.epoch_batches, limits.batch_size
     if limits.persistent_workers or not epoch or epoch > EPOCHS_MAX_BATCHES or not batch:
+        return None
+    if limits.too_many(other.workers) is not None or limits.too_many(own.workers) is not None:
         return None
     if own.startup_s is None or other.startup_s is None or not throughput(own) or not throughput(other):
         return None

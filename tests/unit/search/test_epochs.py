@@ -447,6 +447,9 @@ def test_more_workers_whose_start_ups_cannot_undo_their_gain_are_advised_by_an_e
     decided = outcome.conclude([*points, *paired_with_8(280.0, 400.0, 400.0, 282.0)[4:]], 2, limits, cpu_count=16)
     assert decided is not None and decided.speedup == pytest.approx(400 / 281, rel=0.01)
     assert not decided.estimated_over_epochs and "over whole epochs, each one's" in decided.conclusion
+    # 10 workers have no steady window in such an epoch: their reading spans epochs, start-ups included
+    ten = dataclasses.replace(pt(10, 505.0, spread=0.05, wait=0.02), startup_s=0.6)
+    assert epochs.estimated(points[0], ten, limits) is None and epochs.estimated(points[0], points[2], limits)
     long = outcome.conclude(points, 2, dataclasses.replace(limits, epoch_batches=500), cpu_count=16)
     assert long is not None and long.speedup == pytest.approx(500 / 300) and not long.estimated_over_epochs
 
