@@ -254,6 +254,22 @@ def test_what_a_whole_epoch_costs_besides_its_steps_stays_when_the_real_run_cros
     assert kept is not None and kept.expected_speedup == pytest.approx(17.0 / (10.24 + 1.76))
 
 
+def test_workers_kept_between_epochs_are_said_once_in_the_sweeps_setting_where_one_is_advised() -> None:
+    """A 5 s start-up every epoch would advise persistent_workers=True at the script's 2 workers; a
+    sweep that measured 16 faster writes its change with persistent_workers=True: one change of the
+    loader, not two that contradict each other on num_workers."""
+    loader = dataclasses.replace(AUG.loader, dataset_len=1024)
+    crossed = dataclasses.replace(AUG, loader=loader, epoch_startup_s=(5.0,), epoch_walls=((17.0, 32),))
+    assert rec.persistent_workers(crossed, decide(crossed)) is not None
+    more = swept(crossed, recommended=16, speedup=2.0, significant=True)
+    found = [r.id for r in b.recommended(more, decide(more))]
+    assert "increase-num-workers" in found and "persistent-workers" not in found
+    kept = swept(crossed, recommended=2, speedup=1.0, significant=False)  # nothing beat the own setting
+    assert "persistent-workers" in [r.id for r in b.recommended(kept, decide(kept))]
+    none = swept(crossed, recommended=0, speedup=1.5, significant=True)  # no workers: nothing to keep
+    assert "persistent-workers" not in [r.id for r in b.recommended(none, decide(none))]
+
+
 def test_an_epoch_has_as_many_steps_as_the_loader_says_when_a_batch_sampler_batches() -> None:
     """A loader prepared by accelerate batches through its batch sampler: DataLoader.batch_size is
     None, and len(loader) gives the epoch's 32 batches."""

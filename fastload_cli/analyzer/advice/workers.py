@@ -152,7 +152,11 @@ def whole_batches(f: Facts, v: Verdict) -> Recommendation | None:
 
 
 def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
-    """Workers restarted every epoch, at a measurable cost."""
+    """Workers restarted every epoch, at a measurable cost; not where a sweep's setting is advised
+    (``measured_workers``): its change sets persistent_workers=True (or needs no workers), and a
+    second change of the same loader, at the script's own num_workers, would contradict it."""
+    if measured_workers(f, v) is not None:
+        return None
     startup, epoch_s, overhead = f.startup_s, f.epoch_s, f.epoch_overhead_s
     if f.loader is None or startup is None or epoch_s is None or startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
         return None
