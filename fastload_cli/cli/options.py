@@ -145,7 +145,10 @@ Breakdown = Annotated[
     bool,
     typer.Option(
         "--breakdown",
-        help="Time each transform, reading/decoding and collate per sample (always done when CPU-bound).",
+        help=(
+            "Time each transform, reading/decoding and collate per sample (always done when CPU-bound); and "
+            "where no-aug and cached ran apart, split a batch's time in one run of their turns too."
+        ),
     ),
 ]
 PySpy = Annotated[

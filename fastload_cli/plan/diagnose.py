@@ -78,7 +78,11 @@ class Diagnose:
             (Part.SWEEP, self._sweep),
             (Part.AGAIN_LATE, self._again_late),
             (Part.BREAKDOWN, self._breakdown),
-            *(follow_ups.parts(self.runs_from, lambda state: decided(state).cached) if self.follow_ups else ()),
+            *(
+                follow_ups.parts(self.runs_from, lambda state: decided(state).cached, split=self.breakdown)
+                if self.follow_ups
+                else ()
+            ),
         )
         return next_in(parts, state)
 

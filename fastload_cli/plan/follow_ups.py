@@ -5,11 +5,14 @@ cached run (what storage and decoding cost), then a run with each other recommen
 that fastload can apply. Each starts only while it would end within ``DEFAULT_FOLLOW_UP_BUDGET_S``
 of the command's start and the seconds past it that run is allowed (a run takes about as long as
 the median run so far); those that would not are named, so their recommendations say they were
-not verified. The split run comes last, where no-aug replaced something: a verified fix matters more.
+not verified. The split run comes last, where no-aug replaced something and ``--breakdown`` asked
+for every part (a verified fix matters more); elsewhere the no-aug and cached runs give where a
+batch's time goes, and the verdict and the advice never wait on it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -50,9 +53,18 @@ def follow_ups(analysis: Analysis, done: Sequence[RunResult], *, cached: bool) -
     return (*first, *((FollowUp(spec=ModeSpec(mode=Mode.CACHED)),) if cached else ()), *rest)
 
 
-def parts(runs_from: Callable[[State], RunConfig], cached: Callable[[State], bool]) -> tuple[tuple[Part, Decide], ...]:
+SPLIT_NOT_ASKED = (
+    "Where a batch's time goes is read from the no-aug and cached runs; --breakdown also measures it in "
+    "turns of each pipeline in one run of the script (the split run)."
+)
+
+
+def parts(
+    runs_from: Callable[[State], RunConfig], cached: Callable[[State], bool], *, split: bool = False
+) -> tuple[tuple[Part, Decide], ...]:
     """The follow-ups' parts of a plan whose runs start from ``runs_from`` and that decided
-    whether the cached run is worth making (``cached``)."""
+    whether the cached run is worth making (``cached``); the split run last only where ``split``
+    (``--breakdown``) asks for it."""
 
     def follow_up(state: State) -> Step | None:
         taken = state.taken(Part.FOLLOW_UPS)
@@ -68,7 +80,14 @@ def parts(runs_from: Callable[[State], RunConfig], cached: Callable[[State], boo
             return Step(part=Part.FOLLOW_UPS, splitting=splitting)
         return _nth(state, runs_from(state), planned, 0, splitting)
 
-    return ((Part.FOLLOW_UPS, follow_up), (Part.LEFT, left), (Part.SPLIT_LAST, split_last))
+    def last(state: State) -> Step | None:
+        """``split_last``, or where the split run is not asked for and could run, a note that says so."""
+        taken = state.taken(Part.FOLLOW_UPS)
+        if split or not taken or not taken[0].splitting or state.taken(Part.SPLIT_LAST) or split_unfit(state):
+            return split_last(state)
+        return Step(part=Part.SPLIT_LAST, notes=((None, SPLIT_NOT_ASKED),))
+
+    return ((Part.FOLLOW_UPS, follow_up), (Part.LEFT, functools.partial(left, split=split)), (Part.SPLIT_LAST, last))
 
 
 def _nth(state: State, base: RunConfig, planned: tuple[FollowUp, ...], n: int, splitting: bool) -> Step:
@@ -91,12 +110,13 @@ def _left(state: State) -> tuple[str, ...]:
     return tuple(named(s.mode) for s in state.taken(Part.FOLLOW_UPS) if s.config is None and s.mode is not None)
 
 
-def left(state: State) -> Step | None:
-    """The note that names the follow-ups past the budget (and the split, where it would follow)."""
+def left(state: State, *, split: bool = True) -> Step | None:
+    """The note that names the follow-ups past the budget (and the split, where it would follow
+    and ``split`` asks for it)."""
     names = _left(state)
     if not names or state.taken(Part.LEFT):
         return None
-    splitting = state.taken(Part.FOLLOW_UPS)[0].splitting
+    splitting = split and state.taken(Part.FOLLOW_UPS)[0].splitting
     listed = ", ".join([*names, "split"] if splitting else names)
     note = f"Not measured within diagnose's time budget: {listed}."
     return Step(part=Part.LEFT, notes=((None, note),), unverified=names)

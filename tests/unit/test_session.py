@@ -523,10 +523,13 @@ def test_diagnose_sweeps_io_bound_loading_from_the_scripts_own_setting_up(monkey
     assert limits is not None and limits.min_workers == 2
 
 
-def follow_up(runner: session.StepRunner, done: Outcome, *, cached: bool, left_s: float) -> Outcome:
-    """diagnose's follow-ups after the runs ``done``, with ``left_s`` of their time budget left."""
+def follow_up(
+    runner: session.StepRunner, done: Outcome, *, cached: bool, left_s: float, breakdown: bool = False
+) -> Outcome:
+    """diagnose's follow-ups after the runs ``done``, with ``left_s`` of their time budget left
+    (``breakdown``: ``--breakdown`` given)."""
     decided = Step(part=Part.AFTER_MODES, cached=cached)
-    plan = Diagnose(modes=(), max_workers=None, follow_ups=True)
+    plan = Diagnose(modes=(), max_workers=None, breakdown=breakdown, follow_ups=True)
     started = time.monotonic() - (DEFAULT_FOLLOW_UP_BUDGET_S - left_s)
     return session.execute(plan, runner, dataclasses.replace(done, taken=(*done.taken, decided)), started=started)
 
@@ -544,19 +547,26 @@ def test_follow_up_runs_start_only_within_the_time_budget(monkeypatch: pytest.Mo
     assert calls == ["cached", "fix:persistent-workers"] and ample.unverified == ()
 
 
-def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split_run(
+def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split_run_where_breakdown_asks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
-    configs: list = []
-    measured = session.run_mode
-    monkeypatch.setattr(session, "run_mode", lambda config, *rest: configs.append(config) or measured(config, *rest))
     runner = session.StepRunner(BASE, None, lambda spec: None)
     monkeypatch.setattr(follow_ups, "verifications", lambda analysis, runs: ())
     done = Outcome()
     for mode in ("real", "no-aug"):  # the builders' no-aug run replaced a ColorJitter
         done = done.adding(Measured(quiet_run(mode, augmented=True), summarize(quiet_run(mode, augmented=True))))
-    after = follow_up(runner, done, cached=True, left_s=3600)
+    # by default the verdict and the advice are done: no-aug's and cached's runs give where a
+    # batch's time goes, and the note says what --breakdown would add
+    said: list[str] = []
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
+    unasked = follow_up(dataclasses.replace(runner, on_note=lambda spec, note: said.append(note)), done, cached=True,
+                        left_s=3600)  # fmt: skip
+    assert calls == ["cached"] and unasked.split_run is None and said[-1] == follow_ups.SPLIT_NOT_ASKED
+    calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
+    configs: list = []
+    measured = session.run_mode
+    monkeypatch.setattr(session, "run_mode", lambda config, *rest: configs.append(config) or measured(config, *rest))
+    after = follow_up(runner, done, cached=True, left_s=3600, breakdown=True)
     assert calls == ["cached", "split"]
     # the split run is kept apart from the modes' runs, sized by the loader: two workers, two batches
     # prefetched each, so 6 batches a turn may be left over from the turn before, then 16 measured
@@ -569,7 +579,11 @@ def test_where_no_aug_replaced_something_the_cached_run_is_followed_by_the_split
     notes: list[str] = []
     calls = fake(monkeypatch, [quiet_run("cached"), quiet_run("split")])
     short = follow_up(
-        dataclasses.replace(runner, on_note=lambda spec, note: notes.append(note)), done, cached=True, left_s=4.0
+        dataclasses.replace(runner, on_note=lambda spec, note: notes.append(note)),
+        done,
+        cached=True,
+        left_s=4.0,
+        breakdown=True,
     )
     assert calls == ["cached"] and short.split_run is None
     assert notes[-1] == "Not measured within diagnose's time budget: split."
