@@ -80,14 +80,11 @@ def parts(
             return Step(part=Part.FOLLOW_UPS, splitting=splitting)
         return _nth(state, runs_from(state), planned, 0, splitting)
 
-    def last(state: State) -> Step | None:
-        """``split_last``, or where the split run is not asked for and could run, a note that says so."""
-        taken = state.taken(Part.FOLLOW_UPS)
-        if split or not taken or not taken[0].splitting or state.taken(Part.SPLIT_LAST) or split_unfit(state):
-            return split_last(state)
-        return Step(part=Part.SPLIT_LAST, notes=((None, SPLIT_NOT_ASKED),))
-
-    return ((Part.FOLLOW_UPS, follow_up), (Part.LEFT, functools.partial(left, split=split)), (Part.SPLIT_LAST, last))
+    return (
+        (Part.FOLLOW_UPS, follow_up),
+        (Part.LEFT, functools.partial(left, split=split)),
+        (Part.SPLIT_LAST, functools.partial(split_last, asked=split)),
+    )
 
 
 def _nth(state: State, base: RunConfig, planned: tuple[FollowUp, ...], n: int, splitting: bool) -> Step:
@@ -122,12 +119,17 @@ def left(state: State, *, split: bool = True) -> Step | None:
     return Step(part=Part.LEFT, notes=((None, note),), unverified=names)
 
 
-def split_last(state: State) -> Step | None:
-    """The split run, last, where it fits the budget; where it does not, a note names it."""
+def split_last(state: State, *, asked: bool = True) -> Step | None:
+    """The split run, last, where it is ``asked`` for and fits the budget; where it does not, a
+    note names it (where it could run but is not asked for, the note says what asks for it)."""
     taken = state.taken(Part.FOLLOW_UPS)
-    if not taken or not taken[0].splitting or _left(state) or state.taken(Part.SPLIT_LAST):
+    if not taken or not taken[0].splitting or state.taken(Part.SPLIT_LAST):
         return None
     why = split_unfit(state)
+    if why is None and not asked:
+        return Step(part=Part.SPLIT_LAST, notes=((None, SPLIT_NOT_ASKED),))
+    if _left(state):
+        return None
     if why is not None:
         return Step(part=Part.SPLIT_LAST, notes=((None, why),))
     expected = split.split_run_s(first_loader(state.runs), state.outcome.summaries)
