@@ -49,8 +49,30 @@ def real_settled(run: Batches) -> bool:
     ``plan.again.measure_again``). A bursty loop (workers fighting the step over the cores, slow
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
-    ``settled``)."""
-    return _settled_or(run, lambda _steps: True)
+    ``settled``). A loop that waited so much of its window that free inputs cannot but clear the
+    verdict's top line (``starved``) hands over after those batches at any error."""
+    found = _window(run)
+    if found is None:
+        return False
+    steps, error = found
+    if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
+        return True
+    return len(steps) >= th.DECIDED_BATCHES and (error <= th.DECIDED_PRECISION or starved(steps, error))
+
+
+def starved(steps: list[LoopStep], error: float) -> bool:
+    """The loop waited so much of ``steps`` that free inputs would train at least ``1 / (1 - wait)``
+    times as fast (their step takes no longer than the real step outside its wait: the loaders no
+    longer compete with it), and that floor clears ``CEILING_INPUT_BOUND`` by twice ``error``, the
+    window's: no error of the real estimate turns the verdict. The estimate is still held to
+    ``PROMISE_RUN_NOISE``, the least noise a gain measured against it is divided by (the runs that
+    verify fixes compare with it). Workers fighting each other over the cores make a loop that
+    bursty and that slow: thread-oversubscription's real run took 13-37 s to ``--max-batches``."""
+    total = sum(s.step_ns for s in steps)
+    busy = total - sum(min(s.wait_ns, s.step_ns) for s in steps)
+    if total <= 0 or error > th.PROMISE_RUN_NOISE:
+        return False
+    return busy <= 0 or total / busy >= th.CEILING_INPUT_BOUND * (1 + 2 * error)
 
 
 def rough_error(run: Batches) -> float | None:
