@@ -157,13 +157,17 @@ def _batch_section(report: Report) -> list[RenderableType]:
 
 
 def _pathologies_section(report: Report) -> list[RenderableType]:
-    return _section("Pathologies", [_pathology(p) for p in report.pathologies])
+    listed = {r.id: i for i, r in enumerate(report.recommendations, 1)}
+    return _section("Pathologies", [_pathology(p, listed.get(p.recommendation or "")) for p in report.pathologies])
 
 
-def _pathology(p: Pathology) -> RenderableType:
+def _pathology(p: Pathology, listed: int | None = None) -> RenderableType:
+    """A pathology's finding and what to change; where a recommendation below applies it (and says
+    what its run measured), the number of that recommendation in place of the advice."""
     style = "bold red" if p.kind.correctness else "bold yellow"
     head = Text.assemble((p.title, style), (f"  [{p.kind.value}]", "dim"))
-    return Group(head, Padding(Text(f"{p.finding}\n{p.advice}"), (0, 0, 0, 3)))
+    advice = p.advice if listed is None else f"What to change: recommendation {listed}."
+    return Group(head, Padding(Text(f"{p.finding}\n{advice}"), (0, 0, 0, 3)))
 
 
 def _evidence(report: Report) -> list[RenderableType]:

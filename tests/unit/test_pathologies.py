@@ -78,6 +78,26 @@ def test_slow_samples_advice_is_a_recommendation_with_an_estimate_diagnose_verif
     assert not rec.measured and "in_order=False" in rec.title
 
 
+def test_a_measured_pathologys_recommendation_says_its_advice_and_its_run_once() -> None:
+    # the same stalls, and a run with in-order applied at 2.5x the real run's pace: the
+    # pathology's advice carries what that run measured, and the recommendation that applies it
+    # says the advice and the verifying run's reading, each once; the finding is its evidence
+    waits = [1.0] * 60
+    for i in (10, 22, 35, 47, 55):
+        waits[i] = 400.0
+    free = b.run("synthetic", b.batches([0.1] * 60, 20.0), loaders=[b.loader(4)])
+    fixed = b.run("fix:in-order", b.batches([1.0] * 60, 20.0), loaders=[b.loader(4)])
+    found = analyze([real(waits), free, fixed])
+    slow = next(p for p in found.pathologies if p.kind is PathologyKind.SLOW_SAMPLES)
+    assert "Measured with --fix in-order: measured" in slow.advice
+    rec = next(r for r in found.recommendations if r.id == "deliver-out-of-order")
+    assert rec.measured and rec.detail.count("in_order=False") == 1
+    assert "Measured with --fix" not in rec.detail and rec.detail.count("Verified by a run with in-order") == 1
+    assert slow.finding not in rec.detail and rec.evidence == (slow.finding,)
+    # 2.64x measured, the two runs' windows ±27% apart: that noise is said once, and what it leaves given
+    assert rec.detail.count("±27%") == 1 and rec.expected_speedup == pytest.approx(2.64 / 1.27, abs=0.01)
+
+
 @pytest.mark.parametrize(
     "waits, workers",
     [

@@ -32,6 +32,7 @@ from fastload_cli.records import (
     PathologyKind,
     Profile,
     ProfileEntry,
+    Recommendation,
     Report,
     RunResult,
     Substitution,
@@ -226,3 +227,24 @@ def test_a_fix_reports_patch_is_read_back_from_its_json() -> None:
         "kept": True, "failed": None,
     }  # fmt: skip
     assert Report.from_json(document).patch == patch
+
+
+def test_a_pathology_whose_fix_is_recommended_points_to_it_instead_of_saying_it_again() -> None:
+    report = full_report()
+    applying = Recommendation(
+        id="deliver-out-of-order",
+        title="Let ready batches overtake slow ones: DataLoader(in_order=False)",
+        detail=f"{PATHOLOGY.advice}\nVerified by a run with in-order applied: measured 2.31x the real run's pace.",
+        expected_speedup=1.9,
+        measured=True,
+        evidence=(PATHOLOGY.finding,),
+    )
+    listed = dataclasses.replace(report, recommendations=(*report.recommendations, applying))
+    shown = text(*terminal.SECTIONS["pathologies"](listed), *terminal.SECTIONS["recommendations"](listed))
+    number = len(listed.recommendations)
+    assert f"What to change: recommendation {number}." in shown
+    flat = " ".join(shown.split())
+    assert flat.count("in_order=False).") == 1 and flat.count("stalled the loop") == 1
+    # without it listed, the pathology says its advice itself
+    alone = " ".join(text(*terminal.SECTIONS["pathologies"](report)).split())
+    assert PATHOLOGY.advice in alone and "What to change" not in alone

@@ -128,9 +128,14 @@ def verified(rec: Recommendation, f: Facts) -> Recommendation:
     line = f"Verified by a run with {tried.name} applied: {tried.reason}."
     gain = tried.speedup
     if gain > 1:  # each run measured once: promised at the low edge of their noise
-        told = noise.promised(tried.spread or 0.0)
+        spread = tried.spread or 0.0
+        told = noise.promised(spread)
         gain = gain / (1 + told)
-        line += f" The two runs are told apart to ±{100 * told:.0f}%: the gain given is what that leaves of it."
+        line += (
+            " The gain given is what that noise leaves of it."  # the reading above says the noise
+            if told <= spread
+            else f" Runs of one script differ by more (±{100 * told:.0f}%): the gain given is what that leaves of it."
+        )
     if rec.id == "persistent-workers" and rec.expected_speedup is not None:
         # The runs' windows hold a part of an epoch: the real run's, one start-up in fewer batches
         # than an epoch has, overstates what keeping the workers saves. The estimate is per epoch.

@@ -42,6 +42,11 @@ DETECTORS: tuple[Detector, ...] = (
 SHADOWS = {PathologyKind.THREAD_OVERSUBSCRIPTION: PathologyKind.SLOW_SAMPLES}
 
 
+# What the run with a pathology's fix applied measured, after its advice; its recommendation
+# says it as the runs that verify advice do (``advice.promises.verified``), and leaves this out.
+MEASURED = "\nMeasured with --fix "
+
+
 def detect(run: RunResult | None, f: Facts) -> tuple[Pathology, ...]:
     """Every pathology the real run shows, correctness first, each with what its fix measured
     where a run with it applied ran (``Facts.tried``); none another explains (``SHADOWS``)."""
@@ -66,7 +71,7 @@ def _measured(p: Pathology, f: Facts) -> Pathology:
     tried = next((t for t in f.tried if p.fix is not None and t.name == p.fix), None)
     if tried is None or not tried.measured:
         return p
-    return replace(p, advice=f"{p.advice}\nMeasured with --fix {p.fix}: {tried.reason}.")
+    return replace(p, advice=f"{p.advice}{MEASURED}{p.fix}: {tried.reason}.")
 
 
 def advice(found: Sequence[Pathology], f: Facts, v: Verdict) -> tuple[Recommendation, ...]:
@@ -79,7 +84,7 @@ def advice(found: Sequence[Pathology], f: Facts, v: Verdict) -> tuple[Recommenda
             Recommendation(
                 id=p.recommendation,
                 title=_TITLES.get(p.kind, p.title),
-                detail=f"{p.finding}\n{p.advice}",
+                detail=p.advice.split(MEASURED)[0],  # the finding is its evidence; the verifying run says the rest
                 expected_speedup=_estimate(p, v),
                 measured=False,
                 evidence=(p.finding,),
