@@ -31,11 +31,13 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from fastload_cli.analyzer import search
+from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import predict, sizing
 from fastload_cli.config import DEFAULT_MAX_WORKERS
 from fastload_cli.records import WHOLE_EPOCHS, LoaderInfo, Mode, ModeSpec, RunStatus, RunSummary, SweepPoint
 
 BATCH = 96
+GIB = 2**30
 NEAR = 0.9  # within 10% of the grid's best
 
 
@@ -55,6 +57,10 @@ class Host:
     epoch_batches: int | None = None
     startup_s: float = 0.0
     startup_per_worker_s: float = 0.0
+    # Memory: what the machine has free per core (a GPU host's 8 GiB, the H100 host's 125 GiB on
+    # 16 cores), and each worker's share of the process tree's RSS beside the main process's.
+    free_per_core_bytes: int = 8 * GIB
+    worker_rss_bytes: int = GIB // 2
 
     def rate(self, workers: int) -> float:
         """The true samples/s at ``workers``."""
@@ -99,6 +105,7 @@ class Host:
             batches=30,
             variant=variant,
             startup_s=startup,
+            rss_bytes=2 * GIB + workers * self.worker_rss_bytes,
         )
 
 
@@ -137,11 +144,12 @@ def state(host: Host, points: list[SweepPoint], curve: predict.Curve | None, max
         iterable_dataset=False,
         multiprocessing_context=None,
     )  # fmt: skip
+    budget = int(th.SWEEP_MEMORY_SHARE * host.cores * host.free_per_core_bytes)  # as diagnose sizes it
     return search.State(
         points=tuple(points),
         current=host.own,
         loader=loader,
-        limits=search.Limits(max_workers=max_workers).with_loader(loader),
+        limits=search.Limits(max_workers=max_workers, memory_budget_bytes=budget).with_loader(loader),
         prediction=curve,
         cpu_count=host.cores,
         measured_any=True,

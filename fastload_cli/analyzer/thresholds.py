@@ -179,6 +179,12 @@ SWEEP_MIN_PROMISE = 1.05
 # cost comes first.
 SWEEP_WEIGHED_GAIN = 1.2
 SWEEP_WEIGHED_MEMORY = 2**30
+# A setting past where returns end (the fewest workers the fastest does not beat beyond the noise)
+# that gains less than SWEEP_WEIGHED_GAIN over it, for at least this share of the memory a
+# setting's processes may use (SWEEP_MEMORY_SHARE of what was free), is not advised over it: a
+# user pays memory the machine will miss for a gain no run can show. 8 GiB of a 2-core machine's
+# 18 GiB is such a share; 2 GiB of a 125 GiB GPU host's is not, and there the faster is advised.
+SWEEP_KNEE_MEMORY_SHARE = 0.1
 # The default prefetch_factor of a DataLoader with workers: each worker holds this many batches,
 # and at start-up all of them arrive at once (they are kept out of the measured window).
 DEFAULT_PREFETCH_FACTOR = 2

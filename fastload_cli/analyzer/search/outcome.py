@@ -40,7 +40,7 @@ def conclude(
     if not ok:
         return None
     best = max(ok, key=throughput)
-    chosen = worth_its_memory(ok, fewest_near_best(ok), best)
+    chosen = worth_its_memory(ok, fewest_near_best(ok), best, limits)
     base = _own(measured, current)
     variant = _better_variant(points, chosen)
     top = variant or chosen
@@ -105,17 +105,19 @@ def _where_returns_end(
     return knee.workers, why_returns_end(knee, cpu_count, limits, above)
 
 
-def worth_its_memory(ok: Sequence[SweepPoint], chosen: SweepPoint, best: SweepPoint) -> SweepPoint:
+def worth_its_memory(ok: Sequence[SweepPoint], chosen: SweepPoint, best: SweepPoint, limits: Limits) -> SweepPoint:
     """``chosen``, unless it lies past where returns end (``_knee``), gains less than
-    ``SWEEP_WEIGHED_GAIN`` over that setting and costs ``SWEEP_WEIGHED_MEMORY`` more memory: then
-    the knee, as fast within the runs' noise. long_epochs.py --latency-ms 4 measured 32 workers
-    1.14x 12 (±16%), 8.3 GiB apart; plain runs train at the same pace with either."""
+    ``SWEEP_WEIGHED_GAIN`` over that setting and needs ``SWEEP_KNEE_MEMORY_SHARE`` of the memory
+    a setting may use more: then the knee, as fast within the runs' noise. long_epochs.py
+    --latency-ms 4 on two cores measured 32 workers 1.14x 12 (±16%), 8.3 GiB apart of 18 GiB;
+    plain runs train at the same pace with either."""
     knee, _ = _knee(ok, best)
-    if knee.workers >= chosen.workers or not knee.rss_bytes or not chosen.rss_bytes:
+    budget = limits.memory_budget_bytes
+    if knee.workers >= chosen.workers or not knee.rss_bytes or not chosen.rss_bytes or not budget:
         return chosen
     if throughput(chosen) >= throughput(knee) * th.SWEEP_WEIGHED_GAIN:
         return chosen
-    return knee if chosen.rss_bytes - knee.rss_bytes >= th.SWEEP_WEIGHED_MEMORY else chosen
+    return knee if chosen.rss_bytes - knee.rss_bytes >= th.SWEEP_KNEE_MEMORY_SHARE * budget else chosen
 
 
 def _knee(ok: Sequence[SweepPoint], best: SweepPoint) -> tuple[SweepPoint, SweepPoint | None]:

@@ -209,7 +209,8 @@ def test_a_setting_past_where_returns_end_is_not_worth_gigabytes_for_a_gain_insi
     # long_epochs.py --latency-ms 4 on two cores: 2, 9, 12 and 32 workers measured 476, 1762, 2402
     # and 2742 samples/s (±16% between settings). 32 is the fastest and 12 lies 12% below it, past
     # the 3% within which fewer workers are preferred; but 32 does not beat 12 beyond the noise
-    # (returns end at 12), gains 1.14x over it (under 1.2x) and costs 8 GiB more: 12 is advised
+    # (returns end at 12), gains 1.14x over it (under 1.2x) and needs 8 GiB more, of the 18 GiB a
+    # setting may use: 12 is advised
     def measured(rss_32: int) -> list:
         return [
             pt(2, 476.0, spread=0.16, rss=1 * GIB),
@@ -218,39 +219,46 @@ def test_a_setting_past_where_returns_end_is_not_worth_gigabytes_for_a_gain_insi
             pt(32, 2742.0, spread=0.16, rss=rss_32),
         ]
 
-    result = outcome.conclude(measured(13 * GIB), 2, Limits(), cpu_count=2)
+    two_cores = Limits(memory_budget_bytes=18 * GIB)
+    result = outcome.conclude(measured(13 * GIB), 2, two_cores, cpu_count=2)
     assert result is not None
     assert (result.best_workers, result.diminishing_at, result.recommended_workers) == (32, 12, 12)
     assert result.speedup == pytest.approx(2402.0 / 476.0)
     assert result.memory_cost_bytes == 4 * GIB
     assert result.conclusion.startswith("Use num_workers=12:")
-    # under a gigabyte apart, the fastest is kept as before
-    kept = outcome.conclude(measured(5 * GIB + GIB // 2), 2, Limits(), cpu_count=2)
+    # 1.5 GiB apart, under a tenth of the 18: the fastest is kept as before
+    kept = outcome.conclude(measured(6 * GIB + GIB // 2), 2, two_cores, cpu_count=2)
     assert kept is not None and kept.recommended_workers == 32
+    # and so it is where the memory free is not known
+    unknown = outcome.conclude(measured(13 * GIB), 2, Limits(), cpu_count=2)
+    assert unknown is not None and unknown.recommended_workers == 32
 
 
 def test_a_setting_past_where_returns_end_is_kept_where_it_gains_as_much_as_it_costs() -> None:
     # a first run of the same script: 9 and 11 workers measured 1735 and 2262 samples/s (±41%), so
-    # returns "end" at 9 inside that noise; 11 gains 1.30x over 9, a gain worth its 2 GiB and
-    # worth more: plain runs train 1745 samples/s with 9 workers and 2245 with 12
+    # returns "end" at 9 inside that noise; 11 gains 1.30x over 9, a gain worth its 2 GiB: plain
+    # runs train 1745 samples/s with 9 workers and 2245 with 12
     points = [
         pt(2, 436.0, spread=0.41, rss=1 * GIB),
         pt(9, 1735.0, spread=0.41, rss=4 * GIB),
         pt(11, 2262.0, spread=0.41, rss=6 * GIB),
     ]
-    result = outcome.conclude(points, 2, Limits(), cpu_count=2)
+    result = outcome.conclude(points, 2, Limits(memory_budget_bytes=18 * GIB), cpu_count=2)
     assert result is not None
     assert (result.diminishing_at, result.recommended_workers) == (9, 11)
 
 
-def test_on_a_64_core_host_the_last_workers_are_not_advised_for_a_gain_inside_the_noise() -> None:
+def test_on_a_64_core_host_the_last_workers_are_weighed_against_the_memory_it_has() -> None:
     # the script's 8 workers against 32, 48 and 64 (±10%), each worker 0.5 GiB: 64 is the fastest,
-    # 6% over 48 for 8 GiB more; 48 is 14% over 32, beyond the noise: returns end at 48, advised
+    # 6% over 48 for 8 GiB more; 48 is 14% over 32, beyond the noise, so returns end at 48. With
+    # 400 GiB a setting may use, 8 GiB is 2% of it and 64 is advised; with 48 GiB, a sixth: 48
     def at(workers: int, rate: float):
         return pt(workers, rate, spread=0.1, wait=0.3, busy=0.6, rss=2 * GIB + workers * GIB // 2)
 
     points = [at(8, 800.0), at(32, 2900.0), at(48, 3300.0), at(64, 3500.0)]
-    result = outcome.conclude(points, 8, Limits(), cpu_count=64)
-    assert result is not None
-    assert (result.best_workers, result.diminishing_at, result.recommended_workers) == (64, 48, 48)
-    assert result.significant and result.memory_cost_bytes == 20 * GIB
+    roomy = outcome.conclude(points, 8, Limits(memory_budget_bytes=400 * GIB), cpu_count=64)
+    assert roomy is not None
+    assert (roomy.best_workers, roomy.diminishing_at, roomy.recommended_workers) == (64, 48, 64)
+    tight = outcome.conclude(points, 8, Limits(memory_budget_bytes=48 * GIB), cpu_count=64)
+    assert tight is not None and tight.recommended_workers == 48
+    assert tight.significant and tight.memory_cost_bytes == 20 * GIB
