@@ -50,7 +50,7 @@ def real_settled(run: Batches) -> bool:
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
     ``settled``). A loop that waited so much of its window that free inputs cannot but clear the
-    verdict's top line (``starved``) hands over after those batches at any error."""
+    verdict's top line (``starved``) hands over after those batches, its error up to ``PROMISE_RUN_NOISE``."""
     found = _window(run)
     if found is None:
         return False
