@@ -88,7 +88,7 @@ def _own(measured: dict[int, SweepPoint], current: int | None) -> SweepPoint | N
 
 
 def _memory_cost(top: SweepPoint, base: SweepPoint | None) -> int | None:
-    """Process-tree RSS of ``top`` over the script's own setting."""
+    """Process-tree RSS of ``top`` over ``base`` (the script's own setting, or the knee)."""
     return top.rss_bytes - base.rss_bytes if base is not None and top.rss_bytes and base.rss_bytes else None
 
 
@@ -112,12 +112,12 @@ def worth_its_memory(ok: Sequence[SweepPoint], chosen: SweepPoint, best: SweepPo
     --latency-ms 4 on two cores measured 32 workers 1.14x 12 (±16%), 8.3 GiB apart of 18 GiB;
     plain runs train at the same pace with either."""
     knee, _ = _knee(ok, best)
-    budget = limits.memory_budget_bytes
-    if knee.workers >= chosen.workers or not knee.rss_bytes or not chosen.rss_bytes or not budget:
+    budget, more = limits.memory_budget_bytes, _memory_cost(chosen, knee)
+    if knee.workers >= chosen.workers or more is None or not budget:
         return chosen
     if throughput(chosen) >= throughput(knee) * th.SWEEP_WEIGHED_GAIN:
         return chosen
-    return knee if chosen.rss_bytes - knee.rss_bytes >= th.SWEEP_KNEE_MEMORY_SHARE * budget else chosen
+    return knee if more >= th.SWEEP_KNEE_MEMORY_SHARE * budget else chosen
 
 
 def _knee(ok: Sequence[SweepPoint], best: SweepPoint) -> tuple[SweepPoint, SweepPoint | None]:
