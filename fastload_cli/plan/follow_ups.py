@@ -82,7 +82,7 @@ def parts(
 
     return (
         (Part.FOLLOW_UPS, follow_up),
-        (Part.LEFT, functools.partial(left, split=split)),
+        (Part.LEFT, functools.partial(left, asked=split)),
         (Part.SPLIT_LAST, functools.partial(split_last, asked=split)),
     )
 
@@ -107,19 +107,19 @@ def _left(state: State) -> tuple[str, ...]:
     return tuple(named(s.mode) for s in state.taken(Part.FOLLOW_UPS) if s.config is None and s.mode is not None)
 
 
-def left(state: State, *, split: bool = True) -> Step | None:
+def left(state: State, *, asked: bool) -> Step | None:
     """The note that names the follow-ups past the budget (and the split, where it would follow
-    and ``split`` asks for it)."""
+    and is ``asked`` for)."""
     names = _left(state)
     if not names or state.taken(Part.LEFT):
         return None
-    splitting = split and state.taken(Part.FOLLOW_UPS)[0].splitting
+    splitting = asked and state.taken(Part.FOLLOW_UPS)[0].splitting
     listed = ", ".join([*names, "split"] if splitting else names)
     note = f"Not measured within diagnose's time budget: {listed}."
     return Step(part=Part.LEFT, notes=((None, note),), unverified=names)
 
 
-def split_last(state: State, *, asked: bool = True) -> Step | None:
+def split_last(state: State, *, asked: bool) -> Step | None:
     """The split run, last, where it is ``asked`` for and fits the budget; where it does not, a
     note names it (where it could run but is not asked for, the note says what asks for it)."""
     taken = state.taken(Part.FOLLOW_UPS)
