@@ -40,6 +40,15 @@ def settled(run: Batches) -> bool:
     return found is not None and _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
 
 
+def settled_in_an_epoch(run: Batches) -> bool:
+    """``settled``, with no later epoch waited for (``epochs_wanted``): a run compared with the real
+    one by their steady windows alone, where the real run's window crossed no epoch boundary. What
+    an epoch costs besides its steps is read from the real run; a window of this run that waited for
+    the next epoch would hold a boundary the real run's does not, and cost a whole epoch's steps."""
+    found = _window(run, across_epochs=False)
+    return found is not None and _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
+
+
 def real_settled(run: Batches) -> bool:
     """diagnose's real run (the real part of its real+synthetic run) is ``settled``, or its
     estimate is within ``DECIDED_PRECISION`` after ``DECIDED_BATCHES`` steady batches: the ceiling
@@ -85,19 +94,19 @@ def rough_error(run: Batches) -> float | None:
     return found[1]
 
 
-def settled_against(run: Batches, *, rate: float, line: float) -> bool:
+def settled_against(run: Batches, *, rate: float, line: float, across_epochs: bool = True) -> bool:
     """A run whose answer is its throughput against ``rate`` (the real run's), read against
     ``line``, is ``settled``, or that answer decided: its estimate within ``DECIDED_PRECISION``
     after ``DECIDED_BATCHES`` steady batches, and its ratio to ``rate`` at least twice that
     precision from ``line``, so that neither run's error turns it. diagnose's no-aug run against
     ``AUG_SPEEDUP_SIGNIFICANT``: a pipeline 3x faster without its augmentation need not be known to
-    4% to name augmentation the cause."""
+    4% to name augmentation the cause. Not ``across_epochs``: as ``settled_in_an_epoch``."""
 
     def far_from_line(steps: list[LoopStep]) -> bool:
         mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
         return rate > 0 and clear_of(mine / rate, line)
 
-    return _settled_or(run, far_from_line)
+    return _settled_or(run, far_from_line, across_epochs=across_epochs)
 
 
 def clear_of(gain: float, line: float) -> bool:
@@ -106,10 +115,10 @@ def clear_of(gain: float, line: float) -> bool:
     return abs(gain / line - 1) >= 2 * th.DECIDED_PRECISION
 
 
-def _settled_or(run: Batches, decides: Callable[[list[LoopStep]], bool]) -> bool:
+def _settled_or(run: Batches, decides: Callable[[list[LoopStep]], bool], *, across_epochs: bool = True) -> bool:
     """The run is ``settled``, or its steady window is within ``DECIDED_PRECISION`` after
     ``DECIDED_BATCHES`` batches and ``decides`` says that answers what the run is for."""
-    found = _window(run)
+    found = _window(run, across_epochs=across_epochs)
     if found is None:
         return False
     if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
@@ -117,10 +126,10 @@ def _settled_or(run: Batches, decides: Callable[[list[LoopStep]], bool]) -> bool
     return _within(found, th.DECIDED_PRECISION, th.DECIDED_BATCHES) and decides(found[0])
 
 
-def _window(run: Batches) -> tuple[list[LoopStep], float] | None:
+def _window(run: Batches, *, across_epochs: bool = True) -> tuple[list[LoopStep], float] | None:
     """The run's steady window and its estimate's relative error, once the run is past warm-up
-    and the window holds ``SETTLE_ROUNDS`` rounds of every worker and the epochs ``epochs_wanted``
-    asks for; None before, or where the error cannot be read."""
+    and the window holds ``SETTLE_ROUNDS`` rounds of every worker and (``across_epochs``) the
+    epochs ``epochs_wanted`` asks for; None before, or where the error cannot be read."""
     if not past_warmup(loader_batches(run), run.warmup_batches):
         return None
     steps = steady_steps(run)
@@ -128,7 +137,8 @@ def _window(run: Batches) -> tuple[list[LoopStep], float] | None:
     round_size = max(loader.num_workers if loader is not None else 0, 1)
     if len(steps) < th.SETTLE_ROUNDS * round_size:
         return None
-    if len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(run, epoch_batches(loader), steps):
+    started = len({b.iterator_id for b in loader_batches(run)})
+    if across_epochs and started < epochs_wanted(run, epoch_batches(loader), steps):
         return None
     error = relative_error(steps, round_size)
     return None if error is None else (steps, error)

@@ -11,12 +11,22 @@ from pathlib import Path
 import pytest
 
 from fastload_cli import plan
-from fastload_cli.analyzer import search, split
+from fastload_cli.analyzer import search, settle, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DIAGNOSE_MODES, RunConfig
-from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups
+from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups, runs
 from fastload_cli.plan import state as plan_state
-from fastload_cli.records import Breakdown, Mode, ModeSpec, PhaseMark, RunResult, RunStatus, ScriptError, StopReason
+from fastload_cli.records import (
+    Breakdown,
+    IteratorInfo,
+    Mode,
+    ModeSpec,
+    PhaseMark,
+    RunResult,
+    RunStatus,
+    ScriptError,
+    StopReason,
+)
 from tests.unit import builders as b
 
 BASE = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=20)
@@ -186,6 +196,44 @@ def test_no_aug_runs_on_its_own_where_loading_is_not_the_limit_or_the_split_run_
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
     _, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32))  # modes asked for: each in a run of its own
     assert labels(steps)[:2] == ["real+synthetic", "no-aug"]
+
+
+def test_runs_read_by_their_steady_windows_wait_for_no_next_epoch_where_the_real_window_crossed_none() -> None:
+    # the real run's window holds no epoch's start: what an epoch costs besides its steps is read
+    # from the real run alone, so no-aug and cached stop within an epoch; a window of theirs that
+    # waited for the next epoch's start would hold a boundary the real window does not
+    command = Diagnose(DIAGNOSE_MODES, max_workers=32)
+    outcome, steps, _ = drive(command, until=Part.SWEEP)
+    assert outcome.summaries[0].epoch_boundaries == 0
+    no_aug = next(s.config for s in steps if s.config is not None and s.config.spec.mode is Mode.NO_AUG)
+    assert no_aug is not None and isinstance(no_aug.settle, functools.partial)
+    assert no_aug.settle.keywords["across_epochs"] is False
+    state = plan.at(command, outcome, BASE, 0.0, 8 * GIB)
+    cached = ModeSpec(mode=Mode.CACHED)
+    ready = runs.mode_step(state, cached, BASE.with_mode(cached)).config
+    assert ready is not None and ready.settle is settle.settled_in_an_epoch
+
+    def crossing(config: RunConfig) -> RunResult:
+        # epochs too short for a steady window (each counts whole, its start included), and the
+        # real run's window holds its second epoch's start
+        if config.spec.mode is not Mode.REAL_SYNTHETIC:
+            return pipeline(config)
+        real, synthetic = (pipeline(config.with_mode(ModeSpec(mode=m))) for m in PAIR)
+        half = len(real.batches) // 2
+        second = [dataclasses.replace(x, iterator_id=2, index=x.index - half) for x in real.batches[half:]]
+        began = second[0].wait_start_ns
+        epoch = IteratorInfo(loader_id=1, iterator_id=2, started_ns=began, ready_ns=began, worker_pids=(), reused=False)
+        batches, iterators = (*real.batches[:half], *second), (*real.iterators, epoch)
+        return b.in_turn(dataclasses.replace(with_epochs(real, half), batches=batches, iterators=iterators), synthetic)
+
+    outcome, steps, _ = drive(command, crossing, until=Part.SWEEP)
+    assert outcome.summaries[0].epoch_boundaries == 1
+    no_aug = next(s.config for s in steps if s.config is not None and s.config.spec.mode is Mode.NO_AUG)
+    assert no_aug is not None and isinstance(no_aug.settle, functools.partial)
+    assert no_aug.settle.keywords["across_epochs"] is True
+    state = plan.at(command, outcome, BASE, 0.0, 8 * GIB)
+    ready = runs.mode_step(state, cached, BASE.with_mode(cached)).config
+    assert ready is not None and ready.settle is settle.settled
 
 
 def test_a_script_that_ends_before_the_split_runs_turns_measures_no_aug_and_cached_in_runs_of_their_own() -> None:
