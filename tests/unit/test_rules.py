@@ -160,6 +160,22 @@ def test_when_restarts_dominate_the_steady_state_advice_is_silent() -> None:
     assert "increase-num-workers" not in ids and "faster-storage" not in ids
 
 
+def test_the_start_up_is_said_once_where_it_is_the_verdicts_cause() -> None:
+    # the verdict's finding gives the start-up against an epoch's steps: the advice does not say it
+    # again in other words (worker_startup.py's said "82% of the training time" there, then "451% of
+    # an epoch's 0.3 s of steps" here, the same 0.35 s rounded otherwise)
+    dominated = facts(busy=0.1, epoch_startup_s=(40.0, 42.0), startup_busy=0.05)
+    v = decide(dominated)
+    (restarts,) = [e for e in v.of(FindingKind.WORKER_RESTARTS) if "s from iter()" in e.sentence]
+    assert "42.00 s from iter()" in restarts.sentence
+    advice = next(r for r in b.recommended(dominated, v) if r.id == "persistent-workers")
+    assert "42.00" not in advice.detail and "every epoch pays its workers' start-up again" in advice.detail
+    # where it is not the cause, the advice is where the start-up is said: to two decimals
+    minor = fire(rec.persistent_workers, facts(epoch_startup_s=(8.0, 8.5, 7.5)))
+    assert minor is not None and not facts(epoch_startup_s=(8.0, 8.5, 7.5)).restarts_dominate
+    assert "Starting the 2 workers took 8.00 s per epoch (measured), 8% of an epoch's 99.84 s of steps" in minor.detail
+
+
 def test_cheap_batches_silence_the_advice_for_costly_ones() -> None:
     f = facts(busy=0.1, system=0.97, loader={"dataset_type": "TensorDataset"})
     ids = [r.id for r in b.recommended(f, decide(f))]

@@ -161,13 +161,19 @@ def persistent_workers(f: Facts, v: Verdict) -> Recommendation | None:
     if f.loader is None or startup is None or epoch_s is None or startup < th.STARTUP_NOTABLE_SHARE * epoch_s:
         return None
     assert overhead is not None  # the start-up at least
+    # Where the start-up is the verdict's cause, its finding (the evidence) gives these figures already.
+    cost = (
+        "Without persistent workers every epoch pays its workers' start-up again."
+        if f.restarts_dominate
+        else f"Starting the {f.loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
+        f"{pct(startup / epoch_s)} of an epoch's {epoch_s:.2f} s of steps; without persistent workers every "
+        "epoch pays it again."
+    )
     return Recommendation(
         id="persistent-workers",
         title="Keep the workers between epochs: persistent_workers=True",
         detail=(
-            f"Starting the {f.loader.num_workers} workers took {startup:.2f} s per epoch (measured), "
-            f"{100 * startup / epoch_s:.0f}% of an epoch's {epoch_s:.1f} s of steps; without persistent workers "
-            "every epoch pays it again. Change it to:\n"
+            f"{cost} Change it to:\n"
             f"    {loader_change(f.loader, [('num_workers', f.loader.num_workers), ('persistent_workers', True)])}"
         ),
         # Not capped by the speedup ceiling: the steady-state runs it comes from leave start-up out.
