@@ -22,6 +22,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,6 +226,19 @@ def over_limit(report: dict, wall_s: float) -> float | None:
     return wall_s / limit if limit else None
 
 
+def import_torch_s(times: int = 3) -> float:
+    """The machine's pace: a fresh interpreter's ``import torch, torch._dynamo`` (what the warm
+    starter imports), median of ``times``. Every diagnose pays it once, in its first start, and
+    the rest of its time runs on the same cores: benchmarks taken an hour apart on a shared
+    machine compare by it."""
+    walls = []
+    for _ in range(times):
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import torch, torch._dynamo"], check=True)
+        walls.append(time.monotonic() - began)
+    return statistics.median(walls)
+
+
 def runs_under(prefix: tuple[str, ...]) -> bool:
     """The machine can run a command under ``prefix`` (a mount namespace needs unprivileged user
     namespaces; containers often forbid them)."""
@@ -271,7 +285,9 @@ def main() -> int | str:
     print(f"{header}  x measuring limit, median", flush=True)
     if args.reports is not None:
         args.reports.mkdir(parents=True, exist_ok=True)
+    pace = [import_torch_s()]
     rows = [measure(case, args.repeats, args.options, args.reports) for case in chosen]
+    pace.append(import_torch_s())
     total = sum(r["agree"] for r in rows), sum(r["repeats"] for r in rows)
     print(f"agreement: {total[0]}/{total[1]}" + ("" if gpu else " (CPU cases; no CUDA here)"))
     timed = [r["time_to_verdict_s"] for r in rows if r["case"] != "slow-step"]  # its step alone takes a second
@@ -281,7 +297,8 @@ def main() -> int | str:
     limits = [statistics.median(r["over_measuring_limit"]) for r in rows if r["over_measuring_limit"]]
     if limits:
         print(f"time to verdict over the measuring limit: median case {statistics.median(limits):.1f}x")
-    write_json(args.out, {"repeats": args.repeats, "options": args.options, "rows": rows})
+    print(f"the machine's pace: importing torch took {pace[0]:.2f} s before the cases, {pace[1]:.2f} s after")
+    write_json(args.out, {"repeats": args.repeats, "options": args.options, "import_torch_s": pace, "rows": rows})
     return 0 if total[0] == total[1] else 1
 
 
