@@ -208,6 +208,13 @@ def test_a_measured_worker_gain_is_capped_by_the_ceiling() -> None:
     f = swept(CPU_IDLE_CORES, recommended=4, speedup=4.0, significant=True)
     found = rec.measured_workers(f, decide(f))
     assert found is not None and found.expected_speedup == pytest.approx(3.0)
+    # the detail gives the figure the headline gives, and why it is lower than the sweep's
+    assert "3.77x the script's own setting as measured, less its runs' noise (±6%)." in found.detail
+    assert "Held to the speedup ceiling, the gain given is 3.00x: free inputs (synthetic) trained" in found.detail
+    below = swept(CPU_IDLE_CORES, recommended=4, speedup=2.0, significant=True)
+    kept = rec.measured_workers(below, decide(below))
+    assert kept is not None and kept.expected_speedup == pytest.approx(2.0 / 1.06)
+    assert "Held to the speedup ceiling" not in kept.detail
 
 
 def test_fewer_workers_measured_faster_is_a_reduce_recommendation() -> None:
