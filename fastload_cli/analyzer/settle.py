@@ -32,20 +32,15 @@ from fastload_cli.analyzer.window import (
 )
 
 
-def settled(run: Batches) -> bool:
+def settled(run: Batches, *, across_epochs: bool = True) -> bool:
     """The run's throughput estimate is known as well as a comparison needs; never before the run
     is ``past_warmup``: until then ``steady_steps`` reads the warm-up's batches (as it does for a
-    script that ended inside its warm-up)."""
-    found = _window(run)
-    return found is not None and _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
-
-
-def settled_in_an_epoch(run: Batches) -> bool:
-    """``settled``, with no later epoch waited for (``epochs_wanted``): a run compared with the real
-    one by their steady windows alone, where the real run's window crossed no epoch boundary. What
-    an epoch costs besides its steps is read from the real run; a window of this run that waited for
-    the next epoch would hold a boundary the real run's does not, and cost a whole epoch's steps."""
-    found = _window(run, across_epochs=False)
+    script that ended inside its warm-up). Not ``across_epochs``: no later epoch waited for
+    (``epochs_wanted``), for a run compared with the real one by their steady windows alone where
+    the real run's window crossed no epoch boundary. What an epoch costs besides its steps is then
+    read from the real run; a window of this run that waited for the next epoch would hold a
+    boundary the real run's does not, and cost a whole epoch's steps."""
+    found = _window(run, across_epochs=across_epochs)
     return found is not None and _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES)
 
 
@@ -100,7 +95,7 @@ def settled_against(run: Batches, *, rate: float, line: float, across_epochs: bo
     after ``DECIDED_BATCHES`` steady batches, and its ratio to ``rate`` at least twice that
     precision from ``line``, so that neither run's error turns it. diagnose's no-aug run against
     ``AUG_SPEEDUP_SIGNIFICANT``: a pipeline 3x faster without its augmentation need not be known to
-    4% to name augmentation the cause. Not ``across_epochs``: as ``settled_in_an_epoch``."""
+    4% to name augmentation the cause. Not ``across_epochs``: as ``settled``'s."""
 
     def far_from_line(steps: list[LoopStep]) -> bool:
         mine = sum(s.batch.samples for s in steps) / (sum(s.step_ns for s in steps) / 1e9)
@@ -137,8 +132,9 @@ def _window(run: Batches, *, across_epochs: bool = True) -> tuple[list[LoopStep]
     round_size = max(loader.num_workers if loader is not None else 0, 1)
     if len(steps) < th.SETTLE_ROUNDS * round_size:
         return None
-    started = len({b.iterator_id for b in loader_batches(run)})
-    if across_epochs and started < epochs_wanted(run, epoch_batches(loader), steps):
+    if across_epochs and len({b.iterator_id for b in loader_batches(run)}) < epochs_wanted(
+        run, epoch_batches(loader), steps
+    ):
         return None
     error = relative_error(steps, round_size)
     return None if error is None else (steps, error)

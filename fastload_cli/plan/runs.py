@@ -19,7 +19,7 @@ from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint
 from fastload_cli.analyzer.in_turn import REAL, SYNTHETIC, part_settled
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
-from fastload_cli.analyzer.settle import epoch_end_near, settled, settled_against, settled_in_an_epoch
+from fastload_cli.analyzer.settle import epoch_end_near, settled, settled_against
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, Launcher, RunConfig, SettleRule
 from fastload_cli.errors import FastloadError, NoLoaderObservedError, ScriptFailedError
@@ -28,9 +28,6 @@ from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.records import Measured, Mode, ModeSpec, RunResult, RunStatus, StopReason, Streamed
 
 CACHING = (Mode.CACHED, Mode.CACHED_NO_AUG)  # the modes that decode samples into memory first
-# The modes read against the real run by their steady windows alone (the real run's say what an
-# epoch costs besides its steps): one epoch holds what they are for where the real window's did.
-STEADY_ONLY = (Mode.CACHED, Mode.NO_AUG, Mode.CACHED_NO_AUG)
 APART = (
     "Real and synthetic run as two starts of the script: the ranks of a data-parallel job are not "
     "switched to replays within one run."
@@ -104,7 +101,7 @@ def mode_step(state: State, spec: ModeSpec, config: RunConfig, part: Part = Part
         return holding_an_epoch_start(step)
     if spec.mode is Mode.NO_AUG:
         return _against_real(state, step)
-    return _in_an_epoch(step) if spec.mode in STEADY_ONLY and one_epoch(state, step) else step
+    return _in_an_epoch(state, step) if spec.mode in CACHING else step
 
 
 def holding_an_epoch_start(step: Step) -> Step:
@@ -131,25 +128,27 @@ def _against_real(state: State, step: Step) -> Step:
     rate = real_rate(state)
     if not rate:
         return step
-    line, across = th.AUG_SPEEDUP_SIGNIFICANT, not one_epoch(state, step)
+    line, across = th.AUG_SPEEDUP_SIGNIFICANT, not one_epoch(state)
     decided = functools.partial(settled_against, rate=rate, line=line, across_epochs=across)
     return replace(step, config=replace(ready, settle=decided))
 
 
-def one_epoch(state: State, step: Step) -> bool:
-    """``step``, a run read against the real run by its steady window alone (``STEADY_ONLY``), may
-    stop before the next epoch starts (``settle.settled_in_an_epoch``): the real run's window
-    crossed no epoch boundary. Not where its batches are fixed, nor in a data-parallel job."""
+def _in_an_epoch(state: State, step: Step) -> Step:
+    """``step`` (cached's) stopping once its estimate is stable, in one epoch where ``one_epoch``
+    holds (``settle.settled`` not ``across_epochs``); not where its batches are fixed, nor in a
+    data-parallel job, as no-aug's (``_against_real``)."""
     ready = step.config
-    if ready is None or ready.settle is None or ready.launcher is not None:
-        return False
+    if ready is None or ready.settle is None or ready.launcher is not None or not one_epoch(state):
+        return step
+    return replace(step, config=replace(ready, settle=functools.partial(settled, across_epochs=False)))
+
+
+def one_epoch(state: State) -> bool:
+    """The runs read against the real run by their steady windows alone (no-aug, cached) may stop
+    before the next epoch starts: the real run's window crossed no epoch boundary, and what an
+    epoch costs besides its steps is the real run's to say."""
     real = state.analysis.facts.real
     return real is not None and real.epoch_boundaries == 0
-
-
-def _in_an_epoch(step: Step) -> Step:
-    assert step.config is not None  # one_epoch held
-    return replace(step, config=replace(step.config, settle=settled_in_an_epoch))
 
 
 def real_rate(state: State) -> float | None:

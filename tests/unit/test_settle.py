@@ -14,7 +14,6 @@ from fastload_cli.analyzer.settle import (
     rough_error,
     settled,
     settled_against,
-    settled_in_an_epoch,
 )
 from fastload_cli.analyzer.window import steady_steps
 from fastload_cli.records import IteratorInfo, Streamed
@@ -160,7 +159,7 @@ def test_a_run_spanning_epochs_settles_only_once_it_has_seen_them() -> None:
     assert settled(upto(22))  # the second has started (SETTLE_EPOCHS)
     # a run read by its steady window alone, where the real run's crossed no epoch's start: 17
     # regular steps of the first epoch are enough, and so are no-aug's against the real rate
-    assert settled_in_an_epoch(upto(20)) and not settled_in_an_epoch(upto(11))  # 9 steady steps
+    assert settled(upto(20), across_epochs=False) and not settled(upto(11), across_epochs=False)  # 9 steady steps
     assert settled_against(upto(20), rate=1.0, line=1.25, across_epochs=False)
     assert not settled_against(upto(20), rate=1.0, line=1.25)
     # the same epochs starting at once: nothing to see across epochs, one is enough

@@ -211,7 +211,8 @@ def test_runs_read_by_their_steady_windows_wait_for_no_next_epoch_where_the_real
     state = plan.at(command, outcome, BASE, 0.0, 8 * GIB)
     cached = ModeSpec(mode=Mode.CACHED)
     ready = runs.mode_step(state, cached, BASE.with_mode(cached)).config
-    assert ready is not None and ready.settle is settle.settled_in_an_epoch
+    assert ready is not None and isinstance(ready.settle, functools.partial)
+    assert ready.settle.func is settle.settled and ready.settle.keywords == {"across_epochs": False}
 
     def crossing(config: RunConfig) -> RunResult:
         # epochs too short for a steady window (each counts whole, its start included), and the
