@@ -653,6 +653,28 @@ def test_a_loop_that_waits_while_the_loaders_sleep_is_io_even_when_the_step_slow
     assert decide(latency).bottleneck is Bottleneck.IO
 
 
+def test_a_loop_that_waits_while_the_loaders_sleep_is_not_latency_where_fewer_workers_trained_faster() -> None:
+    # An FFT per sample on two workers, 2 cores, on a slower machine: the workers keep up and sleep
+    # 70% of the time, yet the loop waits 25% and the step runs 5.5x slower than with free inputs.
+    # Loading in the main process trained 1.8x faster: loaders waiting on latency would need company
+    # to hide it, so the wait is handing batches over on contended cores, not storage.
+    real = dataclasses.replace(
+        b.summary(wait=0.25, busy=0.3, system=0.81, compute_ms=13.0), loader_blocked_fraction=0.0, iowait_fraction=0.0
+    )
+    free = b.summary("synthetic", throughput=900.0, compute_ms=2.0)
+    fewer = b.sweep_result(current_workers=2, recommended_workers=0, speedup=1.8, noise=0.07, significant=True)
+    v = decide(dataclasses.replace(facts(real, free), sweep=fewer))
+    assert v.bottleneck is Bottleneck.CPU, v.label
+    assert v.of(FindingKind.LOADERS_COMPETE), v.evidence
+    assert not any("while the loaders slept" in line for line in v.evidence), v.evidence
+    # the same runs where the sweep found nothing beyond its noise read as latency, as before
+    unswept = dataclasses.replace(fewer, significant=False)
+    assert decide(dataclasses.replace(facts(real, free), sweep=unswept)).bottleneck is Bottleneck.IO
+    # and where more workers trained faster, the sleeping loaders' wait is latency
+    more = dataclasses.replace(fewer, recommended_workers=6)
+    assert decide(dataclasses.replace(facts(real, free), sweep=more)).bottleneck is Bottleneck.IO
+
+
 def test_a_loop_that_waits_on_half_busy_loaders_is_cpu_not_latency() -> None:
     # An FFT per sample on two workers, 2 cores: the loop waits on the worker that owes the next
     # batch while it computes, and the other sleeps on its full queue, so the workers read about

@@ -63,7 +63,9 @@ class LoaderFacts(CeilingFacts, SweepFacts):
         nothing alone: workers that keep up sleep because their queue is full, and then the loop
         does not wait. Nor does a wait beside loaders busy more than ``LOADER_IDLE``:
         batches are delivered in order, so the loop waits on the worker computing the next one
-        while the others sleep on their full queues.
+        while the others sleep on their full queues. Nor does a wait where fewer workers trained
+        faster (``_fewer_workers_faster``): loaders waiting on latency need company to hide it,
+        so the wait was handing batches over on contended cores.
         """
         real = self.real
         if real is None:
@@ -77,9 +79,16 @@ class LoaderFacts(CeilingFacts, SweepFacts):
         if blocked is not None and blocked >= th.LOADER_BLOCKED_NOTABLE:
             return f"the loaders were blocked on storage in {100 * blocked:.0f}% of samples"
         asleep = busy is None or busy <= th.LOADER_IDLE
-        if wait is not None and wait >= th.WAIT_INPUT_BOUND and asleep:
+        if wait is not None and wait >= th.WAIT_INPUT_BOUND and asleep and not self._fewer_workers_faster:
             return f"the loop waited for data {100 * wait:.0f}% of the time while the loaders slept"
         return self._more_reads_in_flight if asleep else None
+
+    @property
+    def _fewer_workers_faster(self) -> bool:
+        """A sweep measured fewer workers than the script's own faster, beyond its noise."""
+        found, current = self.sweep, self.num_workers
+        best = found.recommended_workers if found is not None else None
+        return self.sweep_gain is not None and current is not None and best is not None and best < current
 
     @property
     def _more_reads_in_flight(self) -> str | None:
