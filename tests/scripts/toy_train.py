@@ -17,6 +17,7 @@ parser.add_argument("--step-ms", type=float, default=2.0, help="busy compute per
 parser.add_argument("--size", type=int, default=4096, help="samples per epoch")
 parser.add_argument("--epochs", type=int, default=100)
 parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+parser.add_argument("--pause-s", type=float, default=0.0, help="sleep after each epoch (an evaluation, say)")
 parser.add_argument("--marker", help="create this file after --marker-after steps")
 parser.add_argument("--marker-after", type=int, default=5)
 parser.add_argument("--fail-at", type=int, default=-1, help="raise at this step (0: before the first batch)")
@@ -79,3 +80,4 @@ for _epoch in range(args.epochs):
             raise ValueError(f"failing at step {step}, as asked")
         if step == args.steps:
             sys.exit(0)
+    time.sleep(args.pause_s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -220,6 +221,43 @@ def test_the_settle_check_waits_ten_times_as_long_as_it_took() -> None:
     assert not Flight._settle_due(run)  # 5 s since a check that took 1 s: not yet
     run.settle_checked_at = now - SETTLE_COST_FACTOR * 1.0 - 0.1
     assert Flight._settle_due(run)
+    assert not run.settle_put_off and run.settle_checked_at >= now  # asked now
+
+
+def test_batches_the_settle_check_put_off_are_read_without_waiting_for_the_next() -> None:
+    # the last batches before a pause came within the check's wait: the watch loop asks the rule
+    # again once the wait is over, though no batch (no event) came since
+    from pathlib import Path
+    from types import SimpleNamespace
+    from typing import Any
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.runner.flight import Flight, Stopping
+
+    asked: list[float] = []
+
+    class Quiet(Flight):  # the loop alone: no pipes, no events
+        def selector(self) -> Any:
+            return contextlib.nullcontext()
+
+        def pump(self, selector: object, timeout_s: float) -> None:
+            pass
+
+        def after_events(self) -> None:
+            asked.append(time.monotonic())
+            self._settle_due()
+
+    flight = object.__new__(Quiet)
+    flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", timeout_s=60.0)
+    flight.started = SimpleNamespace(proc=SimpleNamespace(poll=lambda: 0 if asked else None))  # type: ignore[assignment]
+    flight.stop, flight.reaching_since, flight.settle_cost_s = Stopping(), None, 0.0
+    flight.settle_checked_at, flight.settle_put_off = time.monotonic(), True  # checked just now, a batch put off
+    flight.watch()
+    assert asked  # read while nothing came
+    flight.settle_put_off, asked[:] = False, []
+    flight.started = SimpleNamespace(proc=SimpleNamespace(poll=iter([None, None, 0]).__next__))  # type: ignore[assignment]
+    flight.watch()
+    assert not asked  # nothing put off: nothing to read
 
 
 def test_a_costly_tick_stretches_the_interval_to_stay_within_the_cpu_budget() -> None:
