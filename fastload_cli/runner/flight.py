@@ -115,7 +115,7 @@ class Flight:
     pyspy: PySpy | None = field(init=False)
     settle_checked_at: float = 0.0  # when the settle rule was last asked
     settle_cost_s: float = 0.0  # how long it took
-    settle_put_off: bool = False  # batches came that the settle rule has not read: it was asked too lately
+    settle_put_off_until: float | None = None  # batches came the settle rule reads then, not a pause later
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
     switched_at: int | None = None  # a real+synthetic run: the batches done when the replays were asked for
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
@@ -153,7 +153,7 @@ class Flight:
                     self.ask_stop(StopReason.TIMEOUT)
                 elif self.stop.asked_at is None and self._reach_spent():
                     self._enough(StopReason.ENOUGH_BATCHES)
-                elif self.stop.asked_at is None and self.settle_put_off:
+                elif self.stop.asked_at is None and time.monotonic() >= (self.settle_put_off_until or float("inf")):
                     self.after_events()
                 self.pump(selector, ENDING_POLL_S if self.ending else POLL_S)
 
@@ -280,12 +280,13 @@ class Flight:
             self._signal(NEXT_SIGNAL)
 
     def _settle_due(self) -> bool:
-        """Time to ask the settle rule again (it reads every batch): at most every ``SETTLE_CHECK_S``;
-        batches put off are read once that is over (``watch``), not at the next batch, a step away."""
+        """The settle rule may be asked again (``SETTLE_CHECK_S``); if not, ``watch`` asks it once it may."""
         now, wait = time.monotonic(), max(SETTLE_CHECK_S, SETTLE_COST_FACTOR * self.settle_cost_s)
-        self.settle_put_off = now - self.settle_checked_at < wait
-        self.settle_checked_at = self.settle_checked_at if self.settle_put_off else now
-        return not self.settle_put_off
+        if now - self.settle_checked_at < wait:
+            self.settle_put_off_until = self.settle_checked_at + wait
+            return False
+        self.settle_checked_at, self.settle_put_off_until = now, None
+        return True
 
     def settled(self) -> bool:
         """Every process's estimate is as stable as the run's settle rule asks (never without one;

@@ -170,7 +170,7 @@ def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_po
     flight = object.__new__(Watched)
     flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", timeout_s=60.0)
     flight.started = SimpleNamespace(proc=Proc())  # type: ignore[assignment]
-    flight.stop, flight.reaching_since, flight.settle_put_off = Stopping(), None, False
+    flight.stop, flight.reaching_since, flight.settle_put_off_until = Stopping(), None, None
     flight.watch()
     assert waits == [flight_module.POLL_S] * 2 + [flight_module.ENDING_POLL_S] * 2
     assert flight_module.ENDING_POLL_S < flight_module.POLL_S / 5

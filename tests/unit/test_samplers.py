@@ -219,9 +219,10 @@ def test_the_settle_check_waits_ten_times_as_long_as_it_took() -> None:
     now = time.monotonic()
     run = types.SimpleNamespace(settle_checked_at=now - 5.0, settle_cost_s=1.0)
     assert not Flight._settle_due(run)  # 5 s since a check that took 1 s: not yet
+    assert run.settle_put_off_until == pytest.approx(now - 5.0 + SETTLE_COST_FACTOR * 1.0)  # read then
     run.settle_checked_at = now - SETTLE_COST_FACTOR * 1.0 - 0.1
     assert Flight._settle_due(run)
-    assert not run.settle_put_off and run.settle_checked_at >= now  # asked now
+    assert run.settle_put_off_until is None and run.settle_checked_at >= now  # asked now
 
 
 def test_batches_the_settle_check_put_off_are_read_without_waiting_for_the_next() -> None:
@@ -251,13 +252,15 @@ def test_batches_the_settle_check_put_off_are_read_without_waiting_for_the_next(
     flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", timeout_s=60.0)
     flight.started = SimpleNamespace(proc=SimpleNamespace(poll=lambda: 0 if asked else None))  # type: ignore[assignment]
     flight.stop, flight.reaching_since, flight.settle_cost_s = Stopping(), None, 0.0
-    flight.settle_checked_at, flight.settle_put_off = time.monotonic(), True  # checked just now, a batch put off
+    flight.settle_checked_at = time.monotonic() - 1.0
+    flight.settle_put_off_until = time.monotonic()  # a batch put off, its wait over
     flight.watch()
     assert asked  # read while nothing came
-    flight.settle_put_off, asked[:] = False, []
-    flight.started = SimpleNamespace(proc=SimpleNamespace(poll=iter([None, None, 0]).__next__))  # type: ignore[assignment]
-    flight.watch()
-    assert not asked  # nothing put off: nothing to read
+    for put_off in (time.monotonic() + 60.0, None):  # its wait not over; nothing put off: nothing to read
+        flight.settle_put_off_until, asked[:] = put_off, []
+        flight.started = SimpleNamespace(proc=SimpleNamespace(poll=iter([None, None, 0]).__next__))  # type: ignore[assignment]
+        flight.watch()
+        assert not asked, put_off
 
 
 def test_a_costly_tick_stretches_the_interval_to_stay_within_the_cpu_budget() -> None:
