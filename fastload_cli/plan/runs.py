@@ -120,13 +120,9 @@ def _with_an_epoch_start(rule: SettleRule, run: Streamed) -> bool:
 def _against_real(state: State, step: Step) -> Step:
     """``step`` (no-aug's) stopping once its rate against the real run's is decided against
     augmentation's line as the cause (``settle.settled_against``), in one epoch where
-    ``one_epoch`` holds; not where its batches are fixed, nor in a data-parallel job, whose real
-    throughput is its ranks' sum and a rank's stream one rank's."""
-    ready = step.config
-    if ready is None or ready.settle is None or ready.launcher is not None:
-        return step
-    rate = real_rate(state)
-    if not rate:
+    ``one_epoch`` holds; where a settle rule stops it at all (``_stops_early``)."""
+    ready, rate = _stops_early(step), real_rate(state)
+    if ready is None or not rate:
         return step
     line, across = th.AUG_SPEEDUP_SIGNIFICANT, not one_epoch(state)
     decided = functools.partial(settled_against, rate=rate, line=line, across_epochs=across)
@@ -135,12 +131,19 @@ def _against_real(state: State, step: Step) -> Step:
 
 def _in_an_epoch(state: State, step: Step) -> Step:
     """``step`` (cached's) stopping once its estimate is stable, in one epoch where ``one_epoch``
-    holds (``settle.settled`` not ``across_epochs``); not where its batches are fixed, nor in a
-    data-parallel job, as no-aug's (``_against_real``)."""
-    ready = step.config
-    if ready is None or ready.settle is None or ready.launcher is not None or not one_epoch(state):
+    holds (``settle.settled`` not ``across_epochs``); where a settle rule stops it at all
+    (``_stops_early``), as no-aug's (``_against_real``)."""
+    ready = _stops_early(step)
+    if ready is None or not one_epoch(state):
         return step
     return replace(step, config=replace(ready, settle=functools.partial(settled, across_epochs=False)))
+
+
+def _stops_early(step: Step) -> RunConfig | None:
+    """``step``'s config where a settle rule stops it: its batches not fixed, one process (a
+    data-parallel job's real throughput is its ranks' sum, and a rank's stream one rank's)."""
+    ready = step.config
+    return None if ready is None or ready.settle is None or ready.launcher is not None else ready
 
 
 def one_epoch(state: State) -> bool:
