@@ -62,6 +62,20 @@ def startup_cause(busy: float | None) -> tuple[Bottleneck, str, Finding]:
     )
 
 
+def restart_clause(f: Facts) -> str:
+    """Where the ceiling counts the workers' start-up every epoch (``Facts.restart_gain``), a clause
+    for a sentence that quotes the ceiling beside the runs' rates: the steady ratio and the
+    start-up; "" elsewhere."""
+    steps, startup, steady, ceiling = f.restart_steps_s, f.startup_s, f.steady_ceiling, f.ceiling
+    if f.restart_gain == 1 or steps is None or startup is None or steady is None or ceiling is None:
+        return ""
+    workers = "its worker takes" if f.num_workers == 1 else f"its {f.num_workers} workers take"
+    return (
+        f", {steady:.2f}x over the steps; {ceiling:.2f}x over whole epochs, as free inputs start no workers where "
+        f"{workers} {startup:.2f} s to start again every epoch, against {steps:.2f} s of steps"
+    )
+
+
 def boundary_lines(f: Facts) -> list[Finding]:
     """What an epoch costs besides its steps, where the real run's window crossed epoch boundaries
     and the free-input run's did not: its own part, left out of the comparison between them."""
@@ -75,6 +89,13 @@ def boundary_lines(f: Facts) -> list[Finding]:
     crossings = counted(real.epoch_boundaries, "epoch boundary", "epoch boundaries")
     between = sorted(f.between_epochs_s)
     median_between = between[len(between) // 2] if between else None
+    restarts = (
+        ". The free-input run never reached one, so the two are compared over their steps alone, and the workers' "
+        "start-up, which free inputs do not pay, is added to the real run's epoch in the ceiling"
+        if f.restart_gain > 1
+        else ", which replaying one batch does not remove. The free-input run never reached one, so the two are "
+        "compared over their steps alone"
+    )
     script = (
         f" Between epochs the script itself spent {median_between:.2f} s more (evaluation, checkpoints, "
         "logging: the median of each time), outside both figures."
@@ -85,9 +106,8 @@ def boundary_lines(f: Facts) -> list[Finding]:
         found(
             FindingKind.EPOCH_BOUNDARY,
             f"The real run's window crossed {crossings}: each epoch's start ({workers}its first batch) and end cost "
-            f"{each:.2f} s besides its steps, {pct(share)} of the window: a cost of the epoch, not of its steps, "
-            "which replaying one batch does not remove. The free-input run never reached one, so the two are "
-            f"compared over their steps alone.{script}",
+            f"{each:.2f} s besides its steps, {pct(share)} of the window: a cost of the epoch, not of its steps"
+            f"{restarts}.{script}",
             boundary_s=each,
             boundary_share=share,
             between_epochs_s=median_between,

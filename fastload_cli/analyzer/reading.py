@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import rate
+from fastload_cli.analyzer.epoch_cost import restart_clause
 from fastload_cli.analyzer.facts import Facts
 from fastload_cli.formatting import pct
 from fastload_cli.records import Verdict
@@ -17,7 +18,7 @@ def read_ceiling(f: Facts, v: Verdict) -> str:
             "The speedup ceiling could not be measured (see the caveats), so this comparison cannot say "
             "how much a faster input pipeline would help."
         )
-    rates = f"({rate(real)} real, {rate(synthetic)} with one cached batch replayed)"
+    rates = f"({rate(real)} real, {rate(synthetic)} with one cached batch replayed{restart_clause(f)})"
     if ceiling >= th.CEILING_INPUT_BOUND:
         text = (
             f"A free input pipeline would make training {ceiling:.1f}x faster {rates}: the input pipeline "

@@ -170,6 +170,9 @@ SWEEP_MEMORY_SHARE = 0.8
 # than the window: the epoch's start (its workers started again) and end are then its own part,
 # left out where it is compared with a run that never reached an epoch boundary (free inputs).
 EPOCH_BOUNDARY_NOTABLE = 0.02
+# Workers started again every epoch count in the ceiling over whole epochs where their start-up is
+# at least this share of an epoch (start-up and steps): the line an epoch boundary is held to.
+RESTART_NOTABLE = EPOCH_BOUNDARY_NOTABLE
 # A setting is advised over the script's own only where what its runs measured, less their noise,
 # still promises this much: under it a user changes the script for a gain no run can show (Hugging
 # Face's example: 1.06x and 1.10x measured at +-9%, plain runs 1.02x within their spread).

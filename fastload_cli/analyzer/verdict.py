@@ -58,9 +58,10 @@ def decide(f: Facts, caveats: tuple[str, ...] = ()) -> Verdict:
 
 def broken_comparison(f: Facts) -> Finding | None:
     """Free inputs cannot slow training: a synthetic run slower than the real one beyond the runs'
-    noise measured something else, most often other processes on the machine. None when the
-    comparison holds."""
-    ceiling = f.ceiling
+    noise measured something else, most often other processes on the machine; the runs' ratio,
+    before the workers' start-up is counted (``Facts.restart_gain``). None when the comparison
+    holds."""
+    ceiling = f.steady_ceiling
     if ceiling is None or ceiling >= 1 / (1 + f.ceiling_noise):
         return None
     rough = any(r is None or r.batches < th.MIN_STEADY_BATCHES for r in (f.real, f.synthetic))
@@ -223,6 +224,7 @@ def _ceiling_lines(f: Facts) -> list[Finding]:
     if f.pairs:  # measured again: the pairs decide, the rates are pooled
         each = ", ".join(f"{c:.2f}x" for c in f.pair_ceilings)
         rates = f"over {len(f.pairs)} pairs of runs side by side, {each}; {rates} pooled"
+    rates += epoch_cost.restart_clause(f)
     if ceiling < th.CEILING_COMPUTE_BOUND:
         sentence = (
             f"Replaying one cached batch (synthetic) changed throughput only {ceiling:.2f}x ({rates}): "

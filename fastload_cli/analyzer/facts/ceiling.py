@@ -8,17 +8,23 @@ from collections.abc import Callable
 
 from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.facts.epochs import boundaries_alone
-from fastload_cli.analyzer.facts.figures import Figures
+from fastload_cli.analyzer.facts.epochs import EpochFacts, boundaries_alone
 from fastload_cli.analyzer.metrics import step_slowdown
 from fastload_cli.records import RunSummary
 
 
-class CeilingFacts(Figures):
+class CeilingFacts(EpochFacts):
     __slots__ = ()
 
     @property
     def ceiling(self) -> float | None:
+        """How much faster training would run with free inputs: ``steady_ceiling``, over whole
+        epochs where the workers start again every epoch (``restart_gain``)."""
+        steady = self.steady_ceiling
+        return steady * self.restart_gain if steady is not None else None
+
+    @property
+    def steady_ceiling(self) -> float | None:
         """How much faster training ran with free inputs: the synthetic run's throughput over the
         real one's; where the two were measured again, the geometric mean of each pair's (a
         shared machine's pace drifts between pairs far more than within one, and the pooled
@@ -27,9 +33,36 @@ class CeilingFacts(Figures):
 
     @property
     def pair_ceilings(self) -> tuple[float, ...]:
-        """Each pair's ceiling, where real and synthetic were measured again."""
+        """Each pair's ceiling, where real and synthetic were measured again, as ``ceiling`` makes it."""
         found = (free_speedup(synthetic, real) for real, synthetic in self.pairs)
-        return tuple(c for c in found if c is not None)
+        return tuple(c * self.restart_gain for c in found if c is not None)
+
+    @property
+    def restart_steps_s(self) -> float | None:
+        """An epoch of the real run's steps, where its workers start again every epoch and its
+        figure leaves that start-up out, or None. Its window then held no epoch's start, or the
+        comparison is over its steps alone (``boundaries_alone``); where both windows crossed
+        epoch boundaries, the real throughput holds the start-ups already."""
+        real, epoch = self.real, self.epoch_s
+        if self.startup_s is None or real is None or epoch is None:
+            return None
+        if not real.epoch_boundaries:
+            return epoch
+        rate, steps = real.throughput_samples_per_s, real.steps_samples_per_s
+        if not boundaries_alone(real, self.synthetic) or not rate or not steps:
+            return None
+        return epoch * rate / steps
+
+    @property
+    def restart_gain(self) -> float:
+        """What free inputs save over whole epochs beyond the steps, where the workers start again
+        every epoch for at least ``RESTART_NOTABLE`` of it: (start-up + an epoch's steps) / the
+        epoch's steps. A free input pipeline starts no workers; the steady windows leave each
+        epoch's start-up out. 1 elsewhere."""
+        steps, startup = self.restart_steps_s, self.startup_s
+        if not steps or startup is None or startup < th.RESTART_NOTABLE * (startup + steps):
+            return 1.0
+        return (startup + steps) / steps
 
     def _across_pairs(self, ratio: Callable[[RunSummary, RunSummary], float | None]) -> float | None:
         """The geometric mean of ``ratio(synthetic, real)`` over the pairs; None where one has none."""
