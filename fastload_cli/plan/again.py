@@ -44,8 +44,8 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
         return None
     if broken_comparison(f) is not None and not f.disturbed:  # a disturbed run was measured again already
         return (
-            f"With free inputs (synthetic) training ran {f.steady_ceiling or ceiling:.2f}x as fast as the real run, "
-            f"which free inputs cannot do: {MEASURING_AGAIN}."
+            f"With free inputs (synthetic) training ran {f.steady_ceiling:.2f}x as fast as the real run, which free "
+            f"inputs cannot do: {MEASURING_AGAIN}."
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None

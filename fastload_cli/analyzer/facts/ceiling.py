@@ -34,8 +34,8 @@ class CeilingFacts(EpochFacts):
     @property
     def pair_ceilings(self) -> tuple[float, ...]:
         """Each pair's ceiling, where real and synthetic were measured again, as ``ceiling`` makes it."""
-        found = (free_speedup(synthetic, real) for real, synthetic in self.pairs)
-        return tuple(c * self.restart_gain for c in found if c is not None)
+        found, gain = (free_speedup(synthetic, real) for real, synthetic in self.pairs), self.restart_gain
+        return tuple(c * gain for c in found if c is not None)
 
     @property
     def restart_steps_s(self) -> float | None:
