@@ -22,17 +22,24 @@ def curve(best: int, top: int = 32) -> Curve:
 
 
 def verify(
-    model: Model, limits: Limits, current: int, predicted: Curve, down: bool = False, busy: float = 0.5
+    model: Model,
+    limits: Limits,
+    current: int,
+    predicted: Curve,
+    down: bool = False,
+    busy: float = 0.5,
+    wait: float | None = None,
 ) -> list[int]:
     """The settings the guided search measures after the script's own in steady windows, in order (no
     confirmations; settings it then measures over whole epochs are not listed).
     The loop waits for data in proportion to what a setting falls short of the model's plateau
-    (the step's rate); the cores are ``busy``."""
+    (the step's rate), or ``wait`` of the time at every setting; the cores are ``busy``."""
     limits = dataclasses.replace(limits, confirm=False)
     plateau = max(model(n) for n in range(65))
 
     def measured(workers: int) -> SweepPoint:
-        return pt(workers, model(workers), wait=1 - model(workers) / plateau, busy=busy)
+        waited = 1 - model(workers) / plateau if wait is None else wait
+        return pt(workers, model(workers), wait=waited, busy=busy)
 
     points = [measured(current)]
     for _ in range(20):
@@ -58,7 +65,27 @@ def test_a_prediction_too_low_is_followed_up_while_throughput_keeps_rising() -> 
     # free inputs to aim at), within the PREDICT_MAX_SETTINGS it allows
     assert verify(latency_bound, Limits(), current=2, predicted=curve(4)) == [4, 6, 9, 13]
     # where the loop no longer waits, the one below is measured first, then the climb goes on
-    assert verify(latency_bound, Limits(), current=2, predicted=curve(4), busy=0.9) == [4, 3, 6, 9]
+    assert verify(latency_bound, Limits(), current=2, predicted=curve(4), wait=0.05) == [4, 3, 6, 9]
+
+
+def test_no_climb_above_a_setting_whose_cores_were_saturated() -> None:
+    # throughput still rises, but the cores were 90% busy at 4 workers: more workers only share them
+    # with the step, and the sweep names that where returns end
+    assert verify(latency_bound, Limits(), current=2, predicted=curve(4), wait=0.05, busy=0.9) == [4, 3]
+
+
+def test_augmentation_on_two_saturated_cores_is_not_climbed_to_a_setting_of_whole_epochs() -> None:
+    # zoo augmentation_heavy.py on 2 cores, as a bench run measured it: 2 workers 112 samples/s, 3
+    # workers 147 (the CPUs 100% busy), the step takes 566 with free inputs; a climb aimed at that
+    # rate asked for 13 workers, which a 62-batch epoch measures only over whole epochs after the
+    # first (39 s of a 89 s diagnosis), and then 3 again after it, to come out at 3
+    limits = Limits(epoch_batches=62, max_workers=32, confirm=False)
+    aimed = dataclasses.replace(curve(3), consumer_per_s=566.0)
+    points = [pt(2, 112.0, wait=0.57, busy=0.78), pt(3, 147.0, wait=0.03, busy=1.0)]
+    found = guided.plan(points, limits, 2, aimed)
+    assert found.whole_epochs and found.workers == 2  # what follows: the script's own and 3, epoch for epoch
+    points[1] = dataclasses.replace(points[1], system_cpu_busy_fraction=0.6)  # cores with room: it climbs
+    assert guided.plan(points, limits, 2, aimed).workers == 12
 
 
 def test_a_climb_aims_at_the_rate_the_step_takes_with_free_inputs() -> None:
