@@ -10,9 +10,11 @@ thread was when it hit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fastload_cli.records import RunResult, RunStatus, StopReason
+from fastload_cli.records.protocol import FEEDER_FAILED
 
 NO_LOADER_HINT = (
     "fastload measures torch.utils.data.DataLoader; custom iterables, NVIDIA DALI pipelines and "
@@ -32,6 +34,11 @@ WORKER_RAISED_HINT = (
 STUCK_HINT = (
     "a DataLoader worker is stuck (a lock, a network read that never returns): DataLoader(timeout=...) "
     "makes it raise instead of waiting forever"
+)
+LOST_BATCH_HINT = (
+    "a DataLoader worker could not hand a batch over (its /dev/shm was full, or the batch held something that "
+    "cannot be pickled: the worker's error is in the output), and the DataLoader waits for that batch without "
+    "end. DataLoader(timeout=...) makes it raise instead"
 )
 TORCHRUN_HINT = (
     "the script expects to be started by torchrun (it reads RANK, WORLD_SIZE, LOCAL_RANK or MASTER_ADDR). "
@@ -63,6 +70,8 @@ def hint_for(
     lowered = text.lower()
     if "bus error" in lowered or "insufficient shared memory" in lowered:
         return SHM_HINT
+    if re.search(FEEDER_FAILED, text):
+        return LOST_BATCH_HINT
     if "killed by signal" in lowered or ("dataloader worker" in lowered and "exited unexpectedly" in lowered):
         return killed_hint("a DataLoader worker was killed", oom_kills)
     if "in dataloader worker process" in lowered:
@@ -142,6 +151,8 @@ def _what_went_wrong(run: RunResult) -> str | None:
         return f"{run.error.type_name}: {run.error.message}".strip().rstrip(":")
     if run.status is RunStatus.TIMEOUT:
         return "timed out"
+    if run.stop_reason is StopReason.BATCH_LOST:
+        return lost_batch(run.output_tail)
     if run.status is RunStatus.INTERRUPTED:
         return "interrupted"
     if run.signal_name == "SIGKILL":
@@ -153,3 +164,15 @@ def _what_went_wrong(run: RunResult) -> str | None:
     if run.status is RunStatus.FAILED:
         return "the script's process ended without reporting why"
     return None
+
+
+def lost_batch(output: str) -> str:
+    """A run fastload stopped because a worker dropped a batch (``runner/lost.py``): what the
+    worker's queue said (the last line of its feeder's traceback)."""
+    found = re.search(FEEDER_FAILED, output)
+    lines = output[found.end() :].splitlines()[1:] if found is not None else []
+    said = next((line.strip() for line in lines if line and not line[0].isspace()), None)
+    return (
+        "a DataLoader worker could not hand a batch over" + (f" ({said})" if said else "") + ", and the "
+        "training loop would wait for it forever: fastload stopped the run"
+    )

@@ -15,7 +15,14 @@ from dataclasses import replace
 from fastload_cli.analyzer import pathologies, split, trials
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.caveats import disturbed
-from fastload_cli.analyzer.failures import NO_LOADER_HINT, hint_for, killed_hint, timeout_hint
+from fastload_cli.analyzer.failures import (
+    LOST_BATCH_HINT,
+    NO_LOADER_HINT,
+    hint_for,
+    killed_hint,
+    lost_batch,
+    timeout_hint,
+)
 from fastload_cli.analyzer.in_turn import REAL, SYNTHETIC, part_settled
 from fastload_cli.analyzer.metrics import summarize
 from fastload_cli.analyzer.search.in_process import setting_settled
@@ -264,6 +271,12 @@ def check_measurable(run: RunResult, python: str | None = None) -> None:
             "no DataLoader batch arrived before the timeout",
             pathologies.explaining(run)
             or (timeout_hint(run.stuck_at) if run.stuck_at else "raise --timeout if the script needs longer to start"),
+        )
+    if run.stop_reason is StopReason.BATCH_LOST:
+        raise ScriptFailedError(
+            f"before its first batch, {lost_batch(tail)}",
+            pathologies.explaining(run) or LOST_BATCH_HINT,
+            tail,
         )
     if run.signal_name is not None:
         raise ScriptFailedError(

@@ -272,6 +272,7 @@ class StopReason(enum.Enum):
     CHILD_DIED = "child-died"  # killed by a signal, or exited without a word
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
+    BATCH_LOST = "batch-lost"  # fastload stopped it: a worker dropped a batch the loop would wait for forever
 
 
 class Bottleneck(enum.Enum):

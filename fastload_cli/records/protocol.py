@@ -47,3 +47,7 @@ WARM_FD_ENV = "FASTLOAD_WARM_FD"  # the starter's end of its socket with the par
 WARM_START_ENV = "FASTLOAD_WARM_START"  # "0": every run starts cold
 PRELOADS_ENV = "FASTLOAD_PRELOADS"  # the libraries the starter imports, comma-separated
 PRELOAD_DIR_ENV = "FASTLOAD_PRELOAD_DIR"  # ...with the script's directory first, as python would
+
+# A DataLoader worker's result queue could not send a batch: Python prints its feeder thread's
+# traceback, through this frame, and drops the batch (``runner/lost.py``).
+FEEDER_FAILED = r'multiprocessing[/\\]queues\.py", line \d+, in _feed'

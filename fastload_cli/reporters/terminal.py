@@ -247,6 +247,7 @@ STOPPED = {
     "child-died": "killed",
     "timeout": "timeout",
     "interrupted": "Ctrl-C",
+    "batch-lost": "batch lost",
 }
 
 ROWS: tuple[tuple[str, Callable[[RunSummary], RenderableType]], ...] = (

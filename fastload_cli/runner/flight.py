@@ -14,7 +14,6 @@ import functools
 import os
 import selectors
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from fastload_cli.records import (
 from fastload_cli.records.protocol import NEXT_SIGNAL, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.kept import for_run as kept_for
+from fastload_cli.runner.lost import LostBatch
 from fastload_cli.runner.processes import terminate_run
 from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.runner.start import Started
@@ -94,6 +94,7 @@ class Stopping:
     window_read: bool = False  # the workers' memory was read where the measured window starts
     interrupted: bool = False
     stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
+    lost: LostBatch = field(default_factory=LostBatch)  # a worker dropped a batch the loop would wait for
 
 
 @dataclass(slots=True)
@@ -151,6 +152,9 @@ class Flight:
                 if self.stop.asked_at is None and time.monotonic() > deadline:
                     self.stop.stuck_at = self.stack.capture(self.main_pid)
                     self.ask_stop(StopReason.TIMEOUT)
+                elif self.stop.asked_at is None and self.stop.lost.lost(time.monotonic()):
+                    self.stop.stuck_at = self.stack.capture(self.main_pid)
+                    self.ask_stop(StopReason.BATCH_LOST)
                 elif self.stop.asked_at is None and self._reach_spent():
                     self._enough(StopReason.ENOUGH_BATCHES)
                 elif self.stop.asked_at is None and time.monotonic() >= (self.settle_put_off_until or float("inf")):
@@ -184,6 +188,7 @@ class Flight:
         return since is not None and time.monotonic() - since > self.config.stop_grace_s
 
     def _on_events(self, rank: int, data: bytes) -> None:
+        self.stop.lost.on_events(time.monotonic())
         for event in self.collectors[rank].feed(data):
             if event["kind"] in ("iterator", "phase"):
                 self.host.note_workers(event.get("worker_pids") or [])
@@ -325,6 +330,7 @@ class Flight:
     def _on_output(self, data: bytes) -> None:
         self.tail.extend(data)
         del self.tail[:-OUTPUT_TAIL_BYTES]
+        self.stop.lost.on_output(self.tail, len(data), time.monotonic())
         if self.observer.on_output is not None:
             self.observer.on_output(data)
 
@@ -418,16 +424,9 @@ class Flight:
             return RunStatus.OK, self.stop.reason
         if self.stop.reason is StopReason.TIMEOUT:
             return RunStatus.TIMEOUT, StopReason.TIMEOUT
+        if self.stop.reason is StopReason.BATCH_LOST:
+            return RunStatus.FAILED, StopReason.BATCH_LOST
         return None
-
-
-def ended(c: EventCollector) -> tuple[RunStatus, StopReason]:
-    """The outcome of a process that ended by itself, as it said when it left."""
-    if c.end_reason is StopReason.SCRIPT_ENDED:
-        return (RunStatus.OK if c.end_exit_code == 0 else RunStatus.FAILED), StopReason.SCRIPT_ENDED
-    if c.end_reason is StopReason.SCRIPT_RAISED:
-        return RunStatus.FAILED, StopReason.SCRIPT_RAISED
-    return RunStatus.FAILED, StopReason.CHILD_DIED
 
 
 def _read_some(fd: int) -> bytes | None:
@@ -439,12 +438,3 @@ def _read_some(fd: int) -> bytes | None:
         return None
     except OSError:
         return b""
-
-
-def signal_name(returncode: int | None) -> str | None:
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"

@@ -39,7 +39,8 @@ from fastload_cli.records import (
 )
 from fastload_cli.records.protocol import AGENT
 from fastload_cli.runner.collect import EventCollector
-from fastload_cli.runner.flight import Flight, GpuReadings, HostReadings, ended, signal_name
+from fastload_cli.runner.ended import ended, signal_name
+from fastload_cli.runner.flight import Flight, GpuReadings, HostReadings
 from fastload_cli.runner.start import Started, child_command
 
 

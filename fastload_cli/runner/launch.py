@@ -20,7 +20,8 @@ from typing import Any
 from fastload_cli.config import RunConfig
 from fastload_cli.records import RUN_ID_ENV, RunResult, StopReason
 from fastload_cli.records.protocol import STACK_FILE_ENV
-from fastload_cli.runner.flight import Before, Flight, GpuReadings, HostReadings, Observer, ended, signal_name
+from fastload_cli.runner.ended import ended, signal_name
+from fastload_cli.runner.flight import Before, Flight, GpuReadings, HostReadings, Observer
 from fastload_cli.runner.job import job_result, start_job
 from fastload_cli.runner.processes import ignoring_interrupts, interrupts_as_flag, pass_on, terminate_strays, wait
 from fastload_cli.runner.stacks import StackProbe

@@ -120,6 +120,21 @@ def test_a_timeout_before_the_first_batch_stops_a_sleeping_script() -> None:
     assert time.monotonic() - started < 60
 
 
+def test_a_batch_a_worker_could_not_hand_over_stops_the_run_not_the_timeout() -> None:
+    # the worker's third batch holds a lock: its queue cannot pickle it, Python drops it, and the
+    # DataLoader would wait for it forever; the run is stopped well inside its 200 s timeout
+    done = run_fastload("diagnose", TOY, "--modes", "real", "--timeout", "200", "--json", "-",
+                        "--", "--workers", "1", "--unpicklable-at", "3")  # fmt: skip
+    run = report_of(done)["runs"][0]
+    assert (run["status"], run["stop_reason"]) == ("failed", "batch-lost")
+    assert "could not hand a batch over (TypeError: cannot pickle '_thread.lock' object)" in run["error"]
+    # before the first batch: an error with its hint, as for a script that raised
+    done = run_fastload("diagnose", TOY, "--timeout", "200", "--", "--workers", "1", "--unpicklable-at", "1")
+    assert done.returncode == 1
+    assert "Error: before its first batch, a DataLoader worker could not hand a batch over" in done.stderr
+    assert "DataLoader(timeout=...) makes it raise instead" in done.stderr
+
+
 def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> None:
     seen_path = tmp_path / "seen.json"
     done = run_fastload("diagnose", str(SCRIPTS / "synthetic_check.py"), "--modes", "real,synthetic", "--warmup", "3",

@@ -5,10 +5,11 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, default_collate
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--workers", type=int, default=0)
@@ -26,6 +27,9 @@ parser.add_argument("--no-loader", action="store_true", help="train without a Da
 parser.add_argument("--swallow", action="store_true", help="catch every exception a step raises, and go on")
 parser.add_argument("--view", help="write what the script sees (argv, path, cwd, __name__) here")
 parser.add_argument("--started", help="append a line to this file each time the script starts")
+parser.add_argument(
+    "--unpicklable-at", type=int, default=-1, help="a worker's Nth batch holds a lock: it cannot be sent"
+)
 args = parser.parse_args()
 
 if args.started:
@@ -62,7 +66,25 @@ if args.no_loader:
         busy(args.step_ms)
     sys.exit(0)
 
-loader = DataLoader(Latency(), batch_size=4, shuffle=False, num_workers=args.workers)
+made = 0
+
+
+def collate(items):
+    """As the default, but the batch a worker makes --unpicklable-at holds a lock, which its result
+    queue cannot pickle: Python prints the error and drops the batch, and the loop waits for it."""
+    global made
+    made += 1
+    batch = default_collate(items)
+    return [*batch, threading.Lock()] if made == args.unpicklable_at else batch
+
+
+loader = DataLoader(
+    Latency(),
+    batch_size=4,
+    shuffle=False,
+    num_workers=args.workers,
+    collate_fn=collate if args.unpicklable_at >= 0 else None,
+)
 step = 0
 for _epoch in range(args.epochs):
     for _x, _y in loader:
