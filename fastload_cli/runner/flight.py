@@ -192,6 +192,7 @@ class Flight:
         for event in self.collectors[rank].feed(data):
             if event["kind"] in ("iterator", "phase"):
                 self.host.note_workers(event.get("worker_pids") or [])
+                self.stop.lost.moved_on()
             elif event["kind"] == "hello":
                 self._every_rank_heard()
             elif event["kind"] == "end" and all(c.end_reason is not None for c in self.collectors.values()):

@@ -7,7 +7,8 @@ it a ``timeout``, waits for that one without end: its workers are alive, so noth
 batch is gone. The run would sit until ``--timeout`` (small-shm's once took 300 s). fastload reads
 the traceback in the script's output and stops the run once nothing more was heard from it for
 ``LOST_QUIET_S``, or ``LOST_QUIET_GAPS`` times the longest wait between its events before (a
-batch ahead of the lost one may still come, and a slow step may still end).
+batch ahead of the lost one may still come, and a slow step may still end), unless the loop
+started another iterator since.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ class LostBatch:
         if self.heard_at is not None:
             self.longest_gap_s = max(self.longest_gap_s, now - self.heard_at)
         self.heard_at = now
+
+    def moved_on(self) -> None:
+        """The loop started another iterator (or setting): the one that lost a batch was left (its
+        ``timeout`` raised, and the script went on), so what is lost is no longer waited for."""
+        self.seen_at = None
 
     def lost(self, now: float) -> bool:
         """A batch was dropped, and the run has been silent since long enough to call it waiting for it."""

@@ -29,6 +29,14 @@ def test_a_dropped_batch_is_lost_once_the_run_is_silent_long_enough() -> None:
     assert lost.lost(1.5 + LOST_QUIET_S + 0.1)
 
 
+def test_a_loop_that_started_another_iterator_since_is_not_waiting_for_it() -> None:
+    # a DataLoader(timeout=...) raised, the script caught it and went on with a new epoch
+    lost = heard(LostBatch(), 0.0, 0.1)
+    lost.on_output(FEEDER, len(FEEDER), now=0.2)
+    lost.moved_on()
+    assert not lost.lost(100.0)
+
+
 def test_a_slow_run_is_given_its_own_longest_wait_several_times_over() -> None:
     lost = heard(LostBatch(), 0.0, 4.0, 8.0)  # 4 s steps
     lost.on_output(FEEDER, len(FEEDER), now=8.0)
