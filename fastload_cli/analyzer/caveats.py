@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fastload_cli.analyzer import ranks
 from fastload_cli.analyzer import thresholds as th
-from fastload_cli.analyzer.failures import hint_for, substitution_hint, timeout_hint
+from fastload_cli.analyzer.failures import LOST_BATCH_HINT, hint_for, substitution_hint, timeout_hint
 from fastload_cli.analyzer.window import delivered
 from fastload_cli.formatting import capitalised
 from fastload_cli.records import Mode, RunResult, RunStatus, RunSummary, StopReason
@@ -77,6 +77,8 @@ def _run_caveats(run: RunResult, s: RunSummary) -> list[str]:
         replaced = [x.transform for x in run.substitutions if x.applied]
         if run.status is RunStatus.TIMEOUT:
             hint: str | None = timeout_hint(run.stuck_at)
+        elif run.stop_reason is StopReason.BATCH_LOST:
+            hint = LOST_BATCH_HINT
         elif run.spec.mode is Mode.NO_AUG and replaced:
             hint = substitution_hint(replaced)
         else:

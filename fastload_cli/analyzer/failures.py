@@ -36,9 +36,9 @@ STUCK_HINT = (
     "makes it raise instead of waiting forever"
 )
 LOST_BATCH_HINT = (
-    "a DataLoader worker could not hand a batch over (its /dev/shm was full, or the batch held something that "
-    "cannot be pickled: the worker's error is in the output), and the DataLoader waits for that batch without "
-    "end. DataLoader(timeout=...) makes it raise instead"
+    "where /dev/shm was full, give it more room or keep fewer batches in flight; where the batch held "
+    "something that cannot be pickled, return only tensors, numbers, strings and containers of them from the "
+    "dataset and collate_fn; DataLoader(timeout=...) makes such a wait raise instead of hanging"
 )
 TORCHRUN_HINT = (
     "the script expects to be started by torchrun (it reads RANK, WORLD_SIZE, LOCAL_RANK or MASTER_ADDR). "
@@ -70,8 +70,6 @@ def hint_for(
     lowered = text.lower()
     if "bus error" in lowered or "insufficient shared memory" in lowered:
         return SHM_HINT
-    if re.search(FEEDER_FAILED, text):
-        return LOST_BATCH_HINT
     if "killed by signal" in lowered or ("dataloader worker" in lowered and "exited unexpectedly" in lowered):
         return killed_hint("a DataLoader worker was killed", oom_kills)
     if "in dataloader worker process" in lowered:

@@ -125,14 +125,16 @@ def test_a_batch_a_worker_could_not_hand_over_stops_the_run_not_the_timeout() ->
     # DataLoader would wait for it forever; the run is stopped well inside its 200 s timeout
     done = run_fastload("diagnose", TOY, "--modes", "real", "--timeout", "200", "--json", "-",
                         "--", "--workers", "1", "--unpicklable-at", "3")  # fmt: skip
-    run = report_of(done)["runs"][0]
+    report = report_of(done)
+    run = report["runs"][0]
     assert (run["status"], run["stop_reason"]) == ("failed", "batch-lost")
     assert "could not hand a batch over (TypeError: cannot pickle '_thread.lock' object)" in run["error"]
+    assert any("Hint: where /dev/shm was full" in c for c in report["verdict"]["caveats"])
     # before the first batch: an error with its hint, as for a script that raised
     done = run_fastload("diagnose", TOY, "--timeout", "200", "--", "--workers", "1", "--unpicklable-at", "1")
     assert done.returncode == 1
     assert "Error: before its first batch, a DataLoader worker could not hand a batch over" in done.stderr
-    assert "DataLoader(timeout=...) makes it raise instead" in done.stderr
+    assert "Hint: where /dev/shm was full" in done.stderr
 
 
 def test_synthetic_mode_replays_fresh_copies_of_one_batch(tmp_path: Path) -> None:
