@@ -153,8 +153,7 @@ class Flight:
                     self.stop.stuck_at = self.stack.capture(self.main_pid)
                     self.ask_stop(StopReason.TIMEOUT)
                 elif self.stop.asked_at is None and self.stop.lost.lost(time.monotonic()):
-                    self.stop.stuck_at = self.stack.capture(self.main_pid)
-                    self.ask_stop(StopReason.BATCH_LOST)
+                    self.ask_stop(StopReason.BATCH_LOST)  # where it waits is known: no stack to read
                 elif self.stop.asked_at is None and self._reach_spent():
                     self._enough(StopReason.ENOUGH_BATCHES)
                 elif self.stop.asked_at is None and time.monotonic() >= (self.settle_put_off_until or float("inf")):
