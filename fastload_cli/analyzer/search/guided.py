@@ -28,7 +28,7 @@ from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.search.climb import NextSetting, confirmation
 from fastload_cli.analyzer.search.limits import Limits, capped
-from fastload_cli.analyzer.search.points import faster, plain, throughput, usable
+from fastload_cli.analyzer.search.points import faster, plain, saturated, throughput, usable
 from fastload_cli.analyzer.search.predict import Curve
 from fastload_cli.records import SweepPoint
 
@@ -103,7 +103,8 @@ def _around(
     does not, one below the fastest of those (a quarter fewer workers, never under ``min_workers``:
     do fewer do as well?) and, with ``down``, no workers (where ``min_workers`` allows); then, while the
     highest measured setting is the fastest beyond the noise (``_rising_top``) and the cores had room
-    there (``_saturated``), one above it.
+    there (``points.saturated``: a rise on full cores is the workers' share of them growing at the
+    step's expense), one above it.
     Over whole epochs, the steps of ``_steps`` instead, and no workers after them with ``down``."""
     target = max(target, limits.min_workers)
     if fewest_for_rounds(target, limits):
@@ -119,19 +120,10 @@ def _around(
         (top := _rising_top(measured, wanted)) is not None
         and top < limits.max_workers
         and not _fed(measured[top], consumer)
-        and not _saturated(measured[top])
+        and not saturated(measured[top])
     ):
         wanted.append(_up(measured[top], limits, consumer))
     return wanted
-
-
-def _saturated(top: SweepPoint) -> bool:
-    """The cores were ``CPU_SATURATED`` busy at ``top``: more workers only share them with the step
-    and with each other, as the sweep then says where returns end (``outcome.why_returns_end``). A
-    rise measured there is the workers' share of the cores growing at the step's expense; a climb
-    on measures settings the advice would not name, over short epochs whole epochs each."""
-    busy = top.system_cpu_busy_fraction
-    return busy is not None and busy >= th.CPU_SATURATED
 
 
 def _fed(top: SweepPoint, consumer: float | None) -> bool:

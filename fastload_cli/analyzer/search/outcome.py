@@ -21,6 +21,7 @@ from fastload_cli.analyzer.search.points import (
     path_noise,
     per_setting,
     plain,
+    saturated,
     throughput,
     unconfirmed_dip,
     usable,
@@ -254,7 +255,7 @@ def why_returns_end(
             f"state, and each one starts with {knee.startup_s:.2f} s of worker start-up before its first batch, "
             "which more workers lengthen (persistent_workers=True starts them once)"
         )
-    if busy is not None and busy >= th.CPU_SATURATED:
+    if saturated(knee):
         cores = f"the {cpu_count} CPUs" if cpu_count else "the CPUs"
         return f"cores saturated: {cores} were {pct(busy)} busy at {n} workers, so more workers only share them"
     if wait is not None and wait < th.WAIT_COMPUTE_BOUND:

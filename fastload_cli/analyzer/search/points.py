@@ -56,6 +56,14 @@ def swings(p: SweepPoint) -> bool:
     return (p.spread or 0.0) > th.SWEEP_CONFIRM_SPREAD
 
 
+def saturated(p: SweepPoint) -> bool:
+    """The cores were ``CPU_SATURATED`` busy at ``p``'s setting: more workers only share them with
+    the step and with each other. Where returns end (``outcome.why_returns_end``), and where a
+    guided search stops climbing (``guided._around``)."""
+    busy = p.system_cpu_busy_fraction
+    return busy is not None and busy >= th.CPU_SATURATED
+
+
 def faster(a: SweepPoint, b: SweepPoint) -> bool:
     """a's throughput beats b's by more than the noise of either run."""
     if a.throughput_samples_per_s is None or b.throughput_samples_per_s is None:
