@@ -33,6 +33,10 @@ PARENT_GONE = 71  # a rank's exit status when fastload was gone before it could 
 STOP_SIGNAL = signal.SIGRTMIN + 1  # stop the run; unlikely to be used by training scripts (SIGUSR1 often is)
 STACK_SIGNAL = signal.SIGRTMIN + 2  # dump every thread's stack (faulthandler), next to the stop signal
 NEXT_SIGNAL = signal.SIGRTMIN + 3  # an in-process sweep: the setting in force has its answer
+# The breakdown timed at a real+synthetic run's switch stops taking samples after this long, once
+# it has ``breakdown.MIN_ITEMS``: a run whose verdict does not ask for it pays at most this. The
+# parent waits that much longer for the first replay.
+RIDE_BUDGET_S = 2.0
 
 # Environment variable carrying the event channel's file descriptor to the child.
 CHANNEL_FD_ENV = "FASTLOAD_EVENT_FD"

@@ -31,11 +31,12 @@ from fastload_cli.records import (
     StopReason,
     Streamed,
 )
-from fastload_cli.records.protocol import NEXT_SIGNAL, STOP_SIGNAL
+from fastload_cli.records.protocol import NEXT_SIGNAL, RIDE_BUDGET_S, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.kept import for_run as kept_for
 from fastload_cli.runner.lost import LostBatch
 from fastload_cli.runner.processes import terminate_run
+from fastload_cli.runner.reach import reach_s, replay_s
 from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.runner.start import Started
 from fastload_cli.samplers.gpu import GpuSampler
@@ -52,11 +53,6 @@ SETTLE_CHECK_S = 0.2
 # ...and never sooner than this many times as long as the last check took: it reads every batch,
 # so on a run of many thousands the checks use at most about a tenth of the parent's time.
 SETTLE_COST_FACTOR = 10.0
-# A run held past its batches for its epoch's end (``RunConfig.reach``) is held at most this share
-# of the time it had run, and at least REACH_MIN_S: a script that leaves the loop without asking
-# past its last batch (a step limit, an evaluation next) is not waited on to its end.
-REACH_SHARE = 0.5
-REACH_MIN_S = 2.0
 POLL_S = 0.1
 # Once the run was asked to stop or said it is leaving, how often its exit is looked for: its
 # pipes stay open while its DataLoader workers shut down, so no event wakes the loop at its exit,
@@ -120,6 +116,7 @@ class Flight:
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
     switched_at: int | None = None  # a real+synthetic run: the batches done when the replays were asked for
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
+    batch_heard_at: float = 0.0  # when the last batch was heard
 
     def __post_init__(self) -> None:
         self.collectors = {rank: EventCollector(kept=kept_for(self.config)) for rank in self.started.events}
@@ -189,7 +186,9 @@ class Flight:
     def _on_events(self, rank: int, data: bytes) -> None:
         self.stop.lost.on_events(time.monotonic())
         for event in self.collectors[rank].feed(data):
-            if event["kind"] in ("iterator", "phase"):
+            if event["kind"] == "batch":
+                self.batch_heard_at = time.monotonic()
+            elif event["kind"] in ("iterator", "phase"):
                 self.host.note_workers(event.get("worker_pids") or [])
                 self.stop.lost.moved_on()
             elif event["kind"] == "hello":
@@ -253,7 +252,7 @@ class Flight:
 
     def _reaching(self) -> bool:
         """The run goes on to the end of its training loader's epoch, which is near (``RunConfig.reach``),
-        within ``REACH_SHARE`` of its time: a whole epoch is then measured, what it costs besides
+        within ``reach.reach_s`` of its time: a whole epoch is then measured, what it costs besides
         its steps included."""
         reach = None if self.switched_at is not None else self.config.reach  # the real part's alone
         if reach is None or not all(reach(self.streamed(c)) for c in self.collectors.values()):
@@ -263,11 +262,17 @@ class Flight:
         return not self._reach_spent()
 
     def _reach_spent(self) -> bool:
+        """The run was held past its batches as long as ``reach`` allows: for its epoch's near end, or for
+        the first replay (from the ask or the last batch heard since)."""
         since = self.reaching_since
         if since is None or (self.switched_at is not None and self._wanted() < sys.maxsize):
             return False
         ran_s = since - self.before.started_ns / 1e9
-        return time.monotonic() - since > max(REACH_MIN_S, REACH_SHARE * ran_s)
+        if self.switched_at is None:
+            return time.monotonic() - since > reach_s(ran_s)
+        ride = RIDE_BUDGET_S if self.config.child.breakdown_items else 0.0
+        allowed = replay_s(ran_s, self.stop.lost.longest_gap_s, ride)
+        return time.monotonic() - max(since, self.batch_heard_at) > allowed
 
     def _last_setting_done(self, done: int) -> bool:
         """An in-process run's last setting has had the batches planned for it."""

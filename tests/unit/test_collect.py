@@ -106,9 +106,10 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
 
     from fastload_cli.config import RunConfig
     from fastload_cli.records import Mode, ModeSpec
-    from fastload_cli.runner.flight import Before, Flight
+    from fastload_cli.runner.flight import Before, Flight, Stopping
 
     flight = object.__new__(Flight)  # the parts of a run in flight that decide its batches, alone
+    flight.stop, flight.batch_heard_at = Stopping(), 0.0
     flight.config = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=12).with_mode(
         ModeSpec(mode=Mode.REAL_SYNTHETIC)
     )
@@ -136,6 +137,45 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
     refused.feed(line(kind="substitution", loader_id=1, location="synthetic replay",
                       original="Opaque batch cannot be copied", replacement="not replayed"))  # fmt: skip
     assert flight._wanted() == 20  # nothing will be replayed: the run ends
+
+
+def test_the_first_replay_is_awaited_past_a_stalled_batch_and_the_ride() -> None:
+    """A loop whose batches come in stalls: the switch takes its next batch, which may take longer
+    than any before it, and the breakdown rides the switch. Before, the wait ran from the ask, half
+    the run's time: thread-oversubscription's 8 s real run gave its replays up after 4 s, every
+    wait before under 0.8 s; the stalled batch came at 5.3 s, and the replays and the breakdown
+    then took runs of their own."""
+    from pathlib import Path
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.records import Mode, ModeSpec
+    from fastload_cli.records.protocol import RIDE_BUDGET_S
+    from fastload_cli.runner.flight import Before, Flight, Stopping
+    from fastload_cli.runner.reach import REACH_SHARE, SWITCH_GAPS
+
+    flight = object.__new__(Flight)
+    base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=12)
+    flight.config = base.with_mode(ModeSpec(mode=Mode.REAL_SYNTHETIC)).with_child(breakdown_items=64)
+    c = EventCollector()
+    flight.collectors, flight.stop, flight.batch_heard_at = {0: c}, Stopping(), 0.0
+    c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(20)))
+    ran_s, gap_s = 8.0, 3.5  # the run's time before the ask; its longest quiet between events
+    flight.before = Before(started_ns=time.monotonic_ns() - int(ran_s * 1e9), cpu_s=0.0, memory_available=None,
+                           oom_kills=None)  # fmt: skip
+    flight.stop.lost.longest_gap_s = gap_s
+    allowed = SWITCH_GAPS * gap_s + RIDE_BUDGET_S
+    assert allowed > REACH_SHARE * ran_s
+    flight.switched_at, flight.reaching_since = 20, time.monotonic() - (allowed - 0.5)
+    assert not flight._reach_spent()  # a batch as slow as the slowest may still come, and the ride after it
+    flight.reaching_since = time.monotonic() - (allowed + 0.5)
+    assert flight._reach_spent()
+    flight.batch_heard_at = time.monotonic() - 1.0  # the stalled batch came: the loop still asks for them
+    assert not flight._reach_spent()
+    flight.batch_heard_at = time.monotonic() - (allowed + 0.5)  # ... and none since, nor a replay
+    assert flight._reach_spent()
+    flight.config = base.with_mode(ModeSpec(mode=Mode.REAL_SYNTHETIC))  # no breakdown rides the switch
+    flight.reaching_since = flight.batch_heard_at = time.monotonic() - (SWITCH_GAPS * gap_s + 0.5)
+    assert flight._reach_spent()
 
 
 def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_poll() -> None:

@@ -26,14 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastload_cli.records import SYNTHETIC_LOCATION, UNCHANGED, ChildSpec, EventKind, Mode, setting_location
-from fastload_cli.records.protocol import STOP_SIGNAL
+from fastload_cli.records.protocol import RIDE_BUDGET_S, STOP_SIGNAL
 from fastload_cli.runner.child import breakdown, samples, transforms
 from fastload_cli.runner.child.batches import copy_batch, safe_len, to_cuda
 from fastload_cli.runner.child.channel import Channel
-
-# The breakdown timed at a real+synthetic run's switch stops taking samples after this long, once
-# it has ``breakdown.MIN_ITEMS``: a run whose verdict does not ask for it pays at most this.
-RIDE_BUDGET_S = 2.0
 
 
 class MeasurementDone(BaseException):
