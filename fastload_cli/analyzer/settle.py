@@ -54,7 +54,8 @@ def real_settled(run: Batches) -> bool:
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
     ``settled``). A loop that waited so much of its window that free inputs cannot but clear the
-    verdict's top line (``starved``) hands over after those batches, its error up to ``PROMISE_RUN_NOISE``."""
+    verdict's top line (``starved``) hands over after those batches, its error up to ``PROMISE_RUN_NOISE``
+    (past ``STARVED_WINDOW_S`` of window, any error that leaves the verdict decided)."""
     found = _window(run)
     if found is None:
         return False
@@ -70,11 +71,13 @@ def starved(steps: list[LoopStep], error: float) -> bool:
     longer compete with it), and that floor clears ``CEILING_INPUT_BOUND`` by twice ``error``, the
     window's: no error of the real estimate turns the verdict. The estimate is still held to
     ``PROMISE_RUN_NOISE``, the least noise a gain measured against it is divided by (the runs that
-    verify fixes compare with it). Workers fighting each other over the cores make a loop that
-    bursty and that slow: thread-oversubscription's real run took 13-37 s to ``--max-batches``."""
+    verify fixes compare with it), until the window has taken ``STARVED_WINDOW_S``: more batches
+    of a loop that stalls cost seconds each, and what is measured against it is divided by its
+    spread. Workers fighting each other over the cores make a loop that bursty and that slow:
+    thread-oversubscription's real run took 13-37 s to ``--max-batches``."""
     total = sum(s.step_ns for s in steps)
     busy = total - sum(min(s.wait_ns, s.step_ns) for s in steps)
-    if total <= 0 or error > th.PROMISE_RUN_NOISE:
+    if total <= 0 or (error > th.PROMISE_RUN_NOISE and total < th.STARVED_WINDOW_S * 1e9):
         return False
     return busy <= 0 or total / busy >= th.CEILING_INPUT_BOUND * (1 + 2 * error)
 

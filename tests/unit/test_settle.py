@@ -109,6 +109,19 @@ def test_a_starved_real_run_still_holds_its_estimate_to_the_noise_a_promise_allo
     assert real_settled(streamed(stalling[: 2 + 21]))
 
 
+def test_a_starved_real_run_whose_window_ran_long_hands_over_with_a_rougher_estimate() -> None:
+    # steps alternate 40 ms and 2 s (rates 800 and 16 samples/s), 20 ms of each compute: the loop
+    # waits 98% of the time, and 20 steady steps take 20.4 s. The error is about 0.22 there, above
+    # the 20% above; yet the window ran past STARVED_WINDOW_S (15 s), and free inputs would train
+    # at least 51x as fast, which clears the 1.5x line by far more than twice that error: the run
+    # hands over at the floor of 20 rather than run on at two seconds a stall
+    stalling = b.batches([20, 1980] * 27, 20)
+    assert not real_settled(streamed(stalling[: 2 + 19]))
+    error = rough_error(streamed(stalling[: 2 + 20]))
+    assert error is not None and error > 0.2
+    assert real_settled(streamed(stalling[: 2 + 20]))  # the same steps at half the length did not (above)
+
+
 def test_a_settled_run_has_no_rough_error() -> None:
     regular = b.batches([0] * 14, 1000)
     assert rough_error(streamed(regular[:12])) is None  # settled at 10 steady steps
