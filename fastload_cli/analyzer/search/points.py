@@ -112,15 +112,18 @@ def unconfirmed_dip(measured: dict[int, SweepPoint], top: SweepPoint, base: Swee
 def per_setting(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     """One point per setting: a setting measured more than once gets its runs' mean throughput,
     each run weighed by the batches it measured (a longer window says more of the setting's rate),
-    and a spread that covers the difference between the runs as well as within each."""
+    and a spread that covers the difference between the runs as well as within each. A setting
+    one of whose runs measured no throughput (the script failed in it) has none: a setting the
+    script fails with is none to advise, nor to measure again (many_tensors.py, out of file
+    descriptors at 6 workers in a second run, was asked for 6 again after each failure)."""
     groups: dict[tuple[int, str | None], list[SweepPoint]] = {}
     for p in points:
         groups.setdefault((p.workers, p.variant), []).append(p)
     found = []
     for group in groups.values():
         ok = usable(group)
-        if len(group) == 1 or not ok:
-            found.append(group[-1])
+        if len(group) == 1 or len(ok) < len(group):
+            found.append(next((p for p in reversed(group) if p not in ok), group[-1]))
             continue
         rates = [throughput(p) for p in ok]
         weights = [max(p.batches, 1) for p in ok]

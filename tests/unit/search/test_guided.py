@@ -131,6 +131,21 @@ def test_a_failed_setting_ends_the_search() -> None:
     assert found.workers is None and found.stopped == "the run with 8 workers failed"
 
 
+def test_a_setting_whose_second_run_failed_is_not_asked_for_again() -> None:
+    # many_tensors.py: 6 workers measured 1.24x the script's own 4 once, 5 then failed (the
+    # script runs out of file descriptors), which ends the search with the confirmation of 6;
+    # its second run failed too. The search asked for 6 again after every failure, 22 runs of it
+    # in one diagnose (36 s). A setting the script fails with is none to advise, nor to measure
+    # again
+    first = [pt(4, 306.0, spread=0.25), pt(6, 380.0, spread=0.10), pt(5, None)]
+    found = guided.plan(first, Limits(), 4, curve(6))
+    assert found.workers == 6 and found.stopped == "the run with 5 workers failed"  # its second run
+    found = guided.plan([*first, pt(6, None)], Limits(), 4, curve(6))
+    assert found.workers is None
+    result = outcome.conclude([*first, pt(6, None)], 4, Limits(), cpu_count=2, curve=curve(6))
+    assert result is not None and result.recommended_workers == 4 and not result.significant
+
+
 def test_the_prediction_and_its_error_are_reported() -> None:
     points = [pt(2, 20.0), pt(8, 90.0), pt(6, 60.0)]
     result = outcome.conclude(points, 2, Limits(), cpu_count=2, curve=curve(8))
