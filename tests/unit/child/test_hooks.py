@@ -53,6 +53,37 @@ def test_copies_are_fresh_and_equal_for_every_container() -> None:
             assert tensor.data_ptr() != copied[path].data_ptr(), path
 
 
+def test_a_replayed_tensor_is_copied_as_it_was_whichever_way_it_is_copied() -> None:
+    """Plain CPU tensors up to SERIAL_COPY_BYTES are copied by one memcpy (numpy's), the rest by
+    torch's clone; either way the copy is the tensor's equal in its own memory, writable, with the
+    tensor's type, dtype, strides and grad."""
+    from fastload_cli.runner.child import batches
+
+    class Image(torch.Tensor):  # a tensor subclass, as torchvision's tv_tensors are
+        pass
+
+    large = torch.zeros(batches.SERIAL_COPY_BYTES // 4 + 1)
+    cases = {
+        "plain": torch.arange(6 * 32 * 32, dtype=torch.float32).reshape(6, 32, 32),
+        "uint8": torch.arange(256, dtype=torch.uint8),
+        "bfloat16": torch.ones(4, 4, dtype=torch.bfloat16),  # numpy has no bfloat16: tried, then cloned
+        "subclass": torch.ones(3, 2).as_subclass(Image),
+        "strided": torch.arange(12.0).reshape(3, 4).t(),
+        "grad": torch.ones(3, requires_grad=True),
+        "large": large,
+    }
+    serial = {name for name, t in cases.items() if batches._serial_copy(t, torch)}
+    assert serial == {"plain", "uint8", "bfloat16"}
+    for name, tensor in cases.items():
+        copy = copy_batch(tensor)
+        assert type(copy) is type(tensor) and copy.dtype == tensor.dtype, name
+        assert copy.stride() == tensor.stride() and copy.requires_grad == tensor.requires_grad, name
+        assert torch.equal(copy.detach(), tensor.detach()) and copy.data_ptr() != tensor.data_ptr(), name
+        if not copy.requires_grad:
+            copy.add_(1)  # the step may change its inputs in place: the next replay must not see it
+            assert not torch.equal(copy, tensor), name
+
+
 def test_copies_without_their_tensors_are_new_containers_around_the_same_tensors() -> None:
     """The replay of a script that trains on CUDA: a host clone would cost as much as the copy to
     the GPU it measures, and a script that pops a key must not change the next replay."""
