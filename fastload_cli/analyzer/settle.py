@@ -54,15 +54,19 @@ def real_settled(run: Batches) -> bool:
     records) stops there instead of running on to ``--max-batches`` at a slow step's pace. Not
     where the real run is what a comparison rests on (``try`` and ``sweep-workers`` hold it to
     ``settled``). A loop that waited so much of its window that free inputs cannot but clear the
-    verdict's top line (``starved``) hands over after those batches, its error up to ``PROMISE_RUN_NOISE``
-    (past ``STARVED_WINDOW_S`` of window, any error that leaves the verdict decided)."""
+    verdict's top line (``starved``) hands over after those batches, its error up to ``PROMISE_RUN_NOISE``;
+    past ``STARVED_WINDOW_S`` of window, after ``MIN_STEADY_BATCHES``, with any error that leaves
+    the verdict decided: a loop that slow has spent the time ten batches of a verdict take."""
     found = _window(run)
     if found is None:
         return False
     steps, error = found
     if _within(found, th.SETTLE_PRECISION, th.MIN_STEADY_BATCHES):
         return True
-    return len(steps) >= th.DECIDED_BATCHES and (error <= th.DECIDED_PRECISION or starved(steps, error))
+    if len(steps) >= th.DECIDED_BATCHES and error <= th.DECIDED_PRECISION:
+        return True
+    long = sum(s.step_ns for s in steps) >= th.STARVED_WINDOW_S * 1e9
+    return len(steps) >= (th.MIN_STEADY_BATCHES if long else th.DECIDED_BATCHES) and starved(steps, error)
 
 
 def starved(steps: list[LoopStep], error: float) -> bool:

@@ -146,9 +146,11 @@ SWEEP_NOISE_FLOOR = 0.05
 # by up to about √2 x 14%; plain training then realized 1.79x where one promise said 1.99x.
 PROMISE_RUN_NOISE = 0.2
 # ... a real run that waited so much that its verdict is decided (``settle.starved``) holds its
-# estimate to PROMISE_RUN_NOISE only until its window has taken this long: a loop whose workers
-# stall (thread-oversubscription's took 3-11 s for one batch now and then) reached it only after
-# 32 batches over 31 s. Its promises are divided by its window's spread, which such stalls widen.
+# estimate to PROMISE_RUN_NOISE, and to DECIDED_BATCHES, only until its window has taken this
+# long; then it hands over from MIN_STEADY_BATCHES on. A loop whose workers stall
+# (thread-oversubscription's took 3-11 s for one batch now and then) reached the 20% after 32
+# batches over 31 s, and its 20 batches once took 30 s. Its promises are divided by its window's
+# spread, which such stalls widen.
 STARVED_WINDOW_S = 15.0
 # Among settings this close to the best throughput, the fewest workers are recommended: they cost
 # less memory and fewer processes for a difference no run can tell apart.
