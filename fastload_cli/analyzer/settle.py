@@ -66,22 +66,23 @@ def real_settled(run: Batches) -> bool:
     if len(steps) >= th.DECIDED_BATCHES and error <= th.DECIDED_PRECISION:
         return True
     long = sum(s.step_ns for s in steps) >= th.STARVED_WINDOW_S * 1e9
-    return len(steps) >= (th.MIN_STEADY_BATCHES if long else th.DECIDED_BATCHES) and starved(steps, error)
+    least = th.MIN_STEADY_BATCHES if long else th.DECIDED_BATCHES
+    return len(steps) >= least and starved(steps, error, held=not long)
 
 
-def starved(steps: list[LoopStep], error: float) -> bool:
+def starved(steps: list[LoopStep], error: float, *, held: bool) -> bool:
     """The loop waited so much of ``steps`` that free inputs would train at least ``1 / (1 - wait)``
     times as fast (their step takes no longer than the real step outside its wait: the loaders no
     longer compete with it), and that floor clears ``CEILING_INPUT_BOUND`` by twice ``error``, the
-    window's: no error of the real estimate turns the verdict. The estimate is still held to
+    window's: no error of the real estimate turns the verdict. The estimate is still ``held`` to
     ``PROMISE_RUN_NOISE``, the least noise a gain measured against it is divided by (the runs that
-    verify fixes compare with it), until the window has taken ``STARVED_WINDOW_S``: more batches
-    of a loop that stalls cost seconds each, and what is measured against it is divided by its
-    spread. Workers fighting each other over the cores make a loop that bursty and that slow:
-    thread-oversubscription's real run took 13-37 s to ``--max-batches``."""
+    verify fixes compare with it), unless the window has taken ``STARVED_WINDOW_S`` (``real_settled``
+    says): more batches of a loop that stalls cost seconds each, and what is measured against it is
+    divided by its spread. Workers fighting each other over the cores make a loop that bursty and
+    that slow: thread-oversubscription's real run took 13-37 s to ``--max-batches``."""
     total = sum(s.step_ns for s in steps)
     busy = total - sum(min(s.wait_ns, s.step_ns) for s in steps)
-    if total <= 0 or (error > th.PROMISE_RUN_NOISE and total < th.STARVED_WINDOW_S * 1e9):
+    if total <= 0 or (held and error > th.PROMISE_RUN_NOISE):
         return False
     return busy <= 0 or total / busy >= th.CEILING_INPUT_BOUND * (1 + 2 * error)
 

@@ -122,8 +122,9 @@ def per_setting(points: Iterable[SweepPoint]) -> list[SweepPoint]:
     found = []
     for group in groups.values():
         ok = usable(group)
-        if len(group) == 1 or len(ok) < len(group):
-            found.append(next((p for p in reversed(group) if p not in ok), group[-1]))
+        failed = [p for p in group if p.throughput_samples_per_s is None]
+        if len(group) == 1 or failed:
+            found.append(failed[-1] if failed else group[-1])
             continue
         rates = [throughput(p) for p in ok]
         weights = [max(p.batches, 1) for p in ok]
