@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from fastload_cli.analyzer import Analysis, ranks, search, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.cause import asleep_unexplained
-from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.window import first_loader
 from fastload_cli.config import (
     AGAIN_BUDGET_S,
@@ -23,7 +22,7 @@ from fastload_cli.config import (
     DEFAULT_SWEEP_BATCHES,
     RunConfig,
 )
-from fastload_cli.plan import again, follow_ups
+from fastload_cli.plan import again, budget, follow_ups
 from fastload_cli.plan.again import AGAIN, script_failed
 from fastload_cli.plan.outcome import Outcome
 from fastload_cli.plan.parts import next_in
@@ -40,7 +39,7 @@ from fastload_cli.plan.runs import (
 from fastload_cli.plan.state import State
 from fastload_cli.plan.step import Keep, Part, Step
 from fastload_cli.plan.sweep import searched
-from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult, RunSummary
+from fastload_cli.records import Bottleneck, FindingKind, Mode, ModeSpec, RunResult
 
 NOT_INPUT_BOUND = "loading is not the limit"
 
@@ -190,13 +189,15 @@ class Diagnose:
         if not decided(state).sweep:
             return None
         limits = state.outcome.limits
-        if limits is not None and limits.more_epochs and not within_budget(state, limits):
+        if limits is not None and limits.more_epochs and not budget.within_budget(state, limits):
             return Step(part=Part.SWEEP, limits=replace(limits, more_epochs=False))  # from now on, for the search
-        if limits is not None and cut_short(state, limits):
+        if limits is not None and budget.cut_short(state, limits):
             return Step(part=Part.SWEEP, limits=replace(limits, finish_rounds=False))
         found = search.next_step(state.search_state)
-        if found is not None and found.second and limits is not None and not second_fits(state, found, limits):
-            return Step(part=Part.SWEEP, limits=replace(limits, confirm=False))  # the search concludes from one run
+        if found is not None and limits is not None and not budget.run_fits(state, found, limits):
+            # a second run held: the search concludes from one; a further setting held: with those measured
+            held = replace(limits, confirm=False) if found.second else replace(limits, more_settings=False)
+            return Step(part=Part.SWEEP, limits=held)
         return searched(found, self.sizing(self.runs_from(state))) if found is not None else None
 
     def _breakdown(self, state: State) -> Step | None:
@@ -231,78 +232,6 @@ def waits_for_sweep(state: State) -> bool:
 def decided(state: State) -> Step:
     """What diagnose decided once its modes were measured (its ``AFTER_MODES`` step)."""
     return state.taken(Part.AFTER_MODES)[0]
-
-
-def within_budget(state: State, limits: search.Limits) -> bool:
-    """A round of whole-epoch pairs more (``round_s``) would end within the sweep's time budget
-    (``Limits.budget_s``) of the command's start, what the fixes of a pathology still to verify
-    take left to them (``reserved_s``)."""
-    if limits.budget_s is None:
-        return True
-    return state.elapsed_s + round_s(state) <= limits.budget_s - reserved_s(state)
-
-
-def cut_short(state: State, limits: search.Limits) -> bool:
-    """A round of whole-epoch pairs begun in one run of the script ended with the script, and the
-    budget, which admitted that round as one run, holds no round in runs of their own (its rest
-    would be up to three, each with its own warm-up epoch): its rest is not measured
-    (``Limits.finish_rounds``)."""
-    short = state.outcome.in_process_short and not limits.more_epochs and limits.finish_rounds
-    return short and not within_budget(state, limits)
-
-
-def round_s(state: State) -> float:
-    """What a round of whole-epoch pairs would take (``epochs.round_s``): each epoch as long as
-    the slowest setting measured so far makes one (its batches at its steady pace, and its
-    workers' start-up), the script's start as its first run's; where the epoch's length or no
-    pace is known, ``epochs.ROUND`` runs as long as the median run so far, start-ups and warm-up
-    included."""
-    found, timed = state.search_state, state.outcome.timed
-    epoch = found.limits.epoch_batches
-    paces = [
-        epoch / s.throughput_batches_per_s + (s.startup_s or 0.0)
-        for s in settings_measured(state)
-        if epoch and s.throughput_batches_per_s
-    ]
-    if not paces or not timed:
-        return epochs.ROUND * follow_ups.median_run_s(state)
-    one_run = not found.sizing.job and not state.outcome.in_process_short
-    return epochs.round_s(found.limits, found.sizing.warmup, max(paces), timed[0].start_s, one_run=one_run)
-
-
-def settings_measured(state: State) -> list[RunSummary]:
-    """The runs that measured a num_workers setting in a steady window: the real run (the script's
-    own) and the sweep's, no variant."""
-    kinds = (Mode.REAL, Mode.WORKERS)
-    return [s for s in state.outcome.summaries if s.spec.mode in kinds and s.spec.variant is None]
-
-
-def reserved_s(state: State) -> float:
-    """What the follow-ups allowed past the budget (a pathology's fix, the verdict's cause's) will
-    take, one run each as long as the median run so far: the sweep's second runs and whole-epoch
-    pairs leave them that much of its budget, as a fix verified for what is wrong is worth more to
-    the report than a second run of a setting."""
-    return decided(state).reserved * follow_ups.median_run_s(state)
-
-
-def second_fits(state: State, found: search.Step, limits: search.Limits) -> bool:
-    """A second run of the setting ``found`` measures (``search.Step.second``: one run of it could
-    decide the answer) would end within the sweep's time budget (``Limits.budget_s``) of the
-    command's start, what the fixes of a pathology still to verify take left to them. It would
-    take as long besides its window as the sweep's runs so far did (their median), and its window
-    at the pace of the setting's earlier runs (the real run, for the script's own): a longer window
-    for a run that swung costs what its batches do, not a whole run more each time."""
-    if limits.budget_s is None:
-        return True
-    workers = found.specs[0].workers
-    runs = [s for s in settings_measured(state) if s.wall_s]
-    if not runs:
-        return True
-    besides = sorted((s.run_wall_s or s.wall_s or 0.0) - (s.wall_s or 0.0) for s in runs if s.spec.mode is Mode.WORKERS)
-    mine = [s for s in runs if s.num_workers == workers and s.batches]
-    pace = sum(s.wall_s or 0.0 for s in mine) / sum(s.batches for s in mine) if mine else 0.0
-    overhead = besides[len(besides) // 2] if besides else 0.0
-    return state.elapsed_s + overhead + pace * found.max_batches <= limits.budget_s - reserved_s(state)
 
 
 def split_first(state: State, spec: ModeSpec) -> bool:

@@ -53,6 +53,11 @@ ONCE = (
     "one run of it), and diagnose's time budget held no second run: fastload sweep-workers measures it again."
 )
 
+NO_MORE = (
+    "The sweep would have measured num_workers={workers} next, and diagnose's time budget held no more settings: "
+    "its advice rests on those it measured. fastload sweep-workers measures more."
+)
+
 
 def unconfirmed(found: State) -> int | None:
     """The setting the time budget held a second run of back (``Limits.confirm`` turned off by
@@ -62,14 +67,28 @@ def unconfirmed(found: State) -> int | None:
     return confirmation(plain(found.points), replace(found.limits, confirm=True), found.current)
 
 
+def held_next(found: State) -> int | None:
+    """The setting the search would have measured next where diagnose's time budget held no more
+    (``Limits.more_settings`` turned off); None otherwise."""
+    if found.limits.more_settings:
+        return None
+    step = next_step(replace(found, limits=replace(found.limits, more_settings=True)))
+    return step.specs[0].workers if step is not None else None
+
+
 def result(found: State) -> SweepResult | None:
     """What the measured settings say: the setting to use, its speedup, where returns end; where
-    diagnose's time budget held back a setting's second run, a caveat that names it (``ONCE``),
-    whatever the conclusion (``_concluded``)."""
-    done, once = _concluded(found), unconfirmed(found)
-    if done is None or once is None:
+    diagnose's time budget held back a setting's second run, or the settings the search would
+    have gone on to, a caveat that names it (``ONCE``, ``NO_MORE``), whatever the conclusion
+    (``_concluded``)."""
+    done, once, next_held = _concluded(found), unconfirmed(found), held_next(found)
+    if done is None:
         return done
-    return replace(done, caveats=(*done.caveats, ONCE.format(workers=once)))
+    said = (
+        *((ONCE.format(workers=once),) if once is not None else ()),
+        *((NO_MORE.format(workers=next_held),) if next_held is not None else ()),
+    )
+    return replace(done, caveats=(*done.caveats, *said)) if said else done
 
 
 def _concluded(found: State) -> SweepResult | None:

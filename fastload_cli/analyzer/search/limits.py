@@ -36,6 +36,8 @@ class Limits:
     budget_s: float | None = None
     more_epochs: bool = True
     finish_rounds: bool = True
+    # False once the budget holds no further setting the plan asks for: the search ends with those measured.
+    more_settings: bool = True
     fewer: bool = True  # a setting with fewer workers than the script's own may be advised
 
     def with_loader(self, loader: LoaderInfo | None) -> Limits:

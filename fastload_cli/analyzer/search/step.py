@@ -68,7 +68,10 @@ class Step:
 
 
 def next_step(state: State) -> Step | None:
-    """The step the search takes next; None when it is done."""
+    """The step the search takes next; None when it is done, or when diagnose's time budget holds
+    no more settings (``Limits.more_settings``)."""
+    if not state.limits.more_settings:
+        return None
     again = _again_in_whole_epochs(state)
     if again is not None:
         return again

@@ -14,7 +14,7 @@ from fastload_cli import plan
 from fastload_cli.analyzer import search, settle, split
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.config import DEFAULT_BREAKDOWN_ITEMS, DIAGNOSE_MODES, RunConfig
-from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, diagnose, follow_ups, runs
+from fastload_cli.plan import Diagnose, Keep, Outcome, Part, Step, budget, follow_ups, runs
 from fastload_cli.plan import state as plan_state
 from fastload_cli.records import (
     Breakdown,
@@ -87,12 +87,13 @@ def split_run(config: RunConfig, own: int) -> RunResult:
 def drive(
     command: plan.Plan,
     measure: Callable[[RunConfig], RunResult] = pipeline,
-    elapsed_s: float = 0.0,
+    elapsed_s: float | Callable[[list[Step]], float] = 0.0,
     until: Part | None = None,
 ) -> tuple[Outcome, list[Step], list[int]]:
     """The plan's steps executed as the session executes them, each run measured by ``measure``
     (no process), up to the first of part ``until``; the outcome, the steps, and how many analyses
-    each step's state computed."""
+    each step's state computed. ``elapsed_s``: the command's time so far, or what it is after the
+    steps taken."""
     outcome, steps, analyses = command.start(), [], []
     counted = plan_state.analyze
     calls: list[int] = []
@@ -105,7 +106,8 @@ def drive(
         patch.setattr(plan_state, "analyze", counting)
         while True:
             before = len(calls)
-            step = command.next_step(plan.at(command, outcome, BASE, elapsed_s, 8 * GIB))
+            now = elapsed_s(steps) if callable(elapsed_s) else elapsed_s
+            step = command.next_step(plan.at(command, outcome, BASE, now, 8 * GIB))
             analyses.append(len(calls) - before)
             if step is None or step.part is until:
                 return outcome, steps, analyses
@@ -268,8 +270,10 @@ def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time
     assert outcome.limits is not None and outcome.limits.budget_s is not None and outcome.limits.more_epochs
     late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), short, elapsed_s=39.0)
     assert late.limits is not None and not late.limits.more_epochs
-    held = [i for i, s in enumerate(steps) if s.part is Part.SWEEP and s.config is None]
-    assert len(held) == 1 and steps[held[0] + 1].part is Part.SWEEP  # the search goes on, its rounds held
+    held = next(i for i, s in enumerate(steps) if s.part is Part.SWEEP and s.config is None)
+    assert steps[held].limits is not None and steps[held].limits.more_settings
+    after = steps[held + 1]
+    assert after.part is Part.SWEEP and after.config is not None  # the search goes on, its rounds held
     swept, _, _ = drive(plan.Sweep(max_workers=32), elapsed_s=1e4)  # sweep-workers has no budget
     assert swept.limits is not None and swept.limits.budget_s is None and swept.limits.more_epochs
 
@@ -297,9 +301,10 @@ def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_
     swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
     assert swept.count(8) == 2 and swept.count(6) == 1  # the best and the script's own (its real run) again
     assert outcome.limits is not None and outcome.limits.confirm
-    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), six_workers, elapsed_s=45.0)
+    # the plan's settings measured in time (8, 12, 18), its second runs past the budget
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), six_workers, elapsed_s=sweeps(3))
     swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
-    assert len(swept) == len(set(swept)) and 8 in swept  # every setting once
+    assert swept == [8, 12, 18]  # every setting once
     assert late.limits is not None and not late.limits.confirm
     found = plan_state.State(outcome=late, base=BASE, elapsed_s=45.0).analysis.facts.sweep
     assert found is not None and found.recommended_workers is not None
@@ -309,6 +314,37 @@ def test_a_second_run_of_a_setting_starts_only_within_diagnoses_time_budget_and_
     assert swept_alone.limits is not None and swept_alone.limits.confirm
     alone = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
     assert len(alone) > len(set(alone))  # a setting measured twice
+
+
+def test_a_further_setting_starts_only_within_diagnoses_time_budget_once_the_sweep_has_one_to_advise() -> None:
+    # with time to spare, the plan verifies its prediction: 8, then 12 and 18 above it, 6 below
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert swept == [8, 12, 18, 6] and outcome.limits is not None and outcome.limits.more_settings
+    # past the budget, the first setting beside the script's own is still measured (without it the
+    # sweep would advise nothing), and the search ends there, the caveat naming what came next
+    late, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), elapsed_s=45.0)
+    swept = [s.config.spec.workers for s in steps if s.part is Part.SWEEP and s.config is not None]
+    assert swept == [8] and late.limits is not None and not late.limits.more_settings
+    found = plan_state.State(outcome=late, base=BASE, elapsed_s=45.0).analysis.facts.sweep
+    assert found is not None and found.recommended_workers == 8
+    assert "would have measured num_workers=12 next" in " ".join(found.caveats)
+    assert not any("would have measured" in c for c in outcome_caveats(outcome))
+    # a further setting's run is estimated at the pace of the setting measured nearest it
+    state = plan_state.State(outcome=late, base=BASE, elapsed_s=10.0)
+    further = search.Step(specs=(ModeSpec(mode=Mode.WORKERS, workers=12),), warmup=5, max_batches=20)
+    limits = dataclasses.replace(late.limits, more_settings=True)
+    assert budget.budgeted(state, further) and budget.run_fits(state, further, limits)
+    assert not budget.run_fits(dataclasses.replace(state, elapsed_s=39.9), further, limits)
+    # sweep-workers has no budget: every setting measured
+    alone, steps, _ = drive(plan.Sweep(max_workers=32), elapsed_s=1e4)
+    assert alone.limits is not None and alone.limits.more_settings
+    assert len([s for s in steps if s.part is Part.SWEEP and s.config is not None]) > 1
+
+
+def sweeps(runs: int, late_s: float = 45.0) -> Callable[[list[Step]], float]:
+    """A command's time that stays at 0 s until the sweep has measured ``runs`` settings, then is ``late_s``."""
+    return lambda steps: late_s if sum(s.part is Part.SWEEP and s.config is not None for s in steps) >= runs else 0.0
 
 
 def stalling(config: RunConfig) -> RunResult:
@@ -335,11 +371,11 @@ def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_b
     swept, _, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), stalling, until=Part.FOLLOW_UPS)
     state = plan_state.State(outcome=swept, base=BASE, elapsed_s=10.0)
     assert [p.fix for p in state.analysis.pathologies] == ["in-order"]
-    assert diagnose.reserved_s(state) == follow_ups.median_run_s(state) > 0
+    assert budget.reserved_s(state) == follow_ups.median_run_s(state) > 0
     plain_outcome, _, _ = drive(
         Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), lambda c: pipeline(c, own=6), until=Part.FOLLOW_UPS
     )
-    assert diagnose.reserved_s(plan_state.State(outcome=plain_outcome, base=BASE, elapsed_s=10.0)) == 0.0
+    assert budget.reserved_s(plan_state.State(outcome=plain_outcome, base=BASE, elapsed_s=10.0)) == 0.0
     # a second run of the script's own setting, and a round of pairs, that would just fit the budget
     # without the reserve do not with it
     limits = swept.limits
@@ -348,12 +384,12 @@ def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_b
     fitting = [
         e
         for e in (x / 10 for x in range(400))
-        if diagnose.second_fits(dataclasses.replace(state, elapsed_s=e), second, limits)
+        if budget.run_fits(dataclasses.replace(state, elapsed_s=e), second, limits)
     ]
     last = max(fitting)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(diagnose, "reserved_s", lambda _: 0.0)
-        assert diagnose.second_fits(
+        patch.setattr(budget, "reserved_s", lambda _: 0.0)
+        assert budget.run_fits(
             dataclasses.replace(state, elapsed_s=last + 0.1 + follow_ups.median_run_s(state) / 2), second, limits
         )
     # ... and a round of pairs over epochs short enough to ask for them (40 batches)
@@ -363,12 +399,12 @@ def test_the_sweep_leaves_the_fix_of_a_pathology_its_run_within_diagnoses_time_b
         until=Part.FOLLOW_UPS,
     )
     at = plan_state.State(outcome=short, base=BASE, elapsed_s=10.0)
-    needed, reserve = diagnose.round_s(at), diagnose.reserved_s(at)
+    needed, reserve = budget.round_s(at), budget.reserved_s(at)
     assert short.limits is not None and short.limits.budget_s is not None and needed is not None and reserve > 0
     pairs = [
         e
         for e in (x / 10 for x in range(400))
-        if diagnose.within_budget(dataclasses.replace(at, elapsed_s=e), short.limits)
+        if budget.within_budget(dataclasses.replace(at, elapsed_s=e), short.limits)
     ]
     assert max(pairs) == pytest.approx(short.limits.budget_s - reserve - needed, abs=0.1)
 
@@ -545,6 +581,6 @@ def test_a_round_of_whole_epoch_pairs_is_reckoned_as_the_run_it_is() -> None:
     outcome, _, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32), short_epochs, until=Part.SWEEP)
     assert outcome.limits is not None and outcome.limits.budget_s == 40.0
     at = functools.partial(plan_state.State, outcome=outcome, base=BASE)
-    assert diagnose.round_s(at(elapsed_s=0.0)) == pytest.approx(3.0 + 5 * (1.6 + 0.035))
-    assert diagnose.within_budget(at(elapsed_s=26.0), outcome.limits)  # four median runs would end at 42 s
-    assert not diagnose.within_budget(at(elapsed_s=30.0), outcome.limits)
+    assert budget.round_s(at(elapsed_s=0.0)) == pytest.approx(3.0 + 5 * (1.6 + 0.035))
+    assert budget.within_budget(at(elapsed_s=26.0), outcome.limits)  # four median runs would end at 42 s
+    assert not budget.within_budget(at(elapsed_s=30.0), outcome.limits)
