@@ -34,11 +34,11 @@ from fastload_cli.records import (
 from fastload_cli.records.protocol import NEXT_SIGNAL, RIDE_BUDGET_S, STOP_SIGNAL
 from fastload_cli.runner.collect import EventCollector
 from fastload_cli.runner.kept import for_run as kept_for
-from fastload_cli.runner.lost import LostBatch
 from fastload_cli.runner.processes import terminate_run
-from fastload_cli.runner.reach import reach_s, replay_s
+from fastload_cli.runner.reach import reach_s, replay_s, stalled
 from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.runner.start import Started
+from fastload_cli.runner.stopping import Before, Stopping
 from fastload_cli.samplers.gpu import GpuSampler
 from fastload_cli.samplers.host import HostSampler, cpu_count, oom_kills
 from fastload_cli.samplers.pyspy import PySpy
@@ -54,10 +54,9 @@ SETTLE_CHECK_S = 0.2
 # so on a run of many thousands the checks use at most about a tenth of the parent's time.
 SETTLE_COST_FACTOR = 10.0
 POLL_S = 0.1
-# Once the run was asked to stop or said it is leaving, how often its exit is looked for: its
-# pipes stay open while its DataLoader workers shut down, so no event wakes the loop at its exit,
-# and every run would wait out half a POLL_S on average (a forked run's 0.13 s from its END to the
-# loop seeing it gone, 0.04-0.06 s at this pace).
+# Once the run was asked to stop or said it is leaving, how often its exit is looked for: no event
+# wakes the loop at its exit (its pipes stay open while its workers shut down), and every run would
+# wait out half a POLL_S (a forked run's 0.13 s from its END to its exit seen; 0.04-0.06 s at this).
 ENDING_POLL_S = 0.01
 DRAIN_S = 1.0
 
@@ -68,29 +67,6 @@ class Observer:
 
     on_batches: Callable[[int, int], None] | None = None  # (batches so far, batches wanted)
     on_output: Callable[[bytes], None] | None = None  # the script's own output, as it comes
-
-
-@dataclass(frozen=True, slots=True)
-class Before:
-    """What is read once, before the run starts."""
-
-    started_ns: int
-    cpu_s: float  # fastload's own CPU so far, all threads
-    memory_available: int | None
-    oom_kills: int | None
-
-
-@dataclass(slots=True)
-class Stopping:
-    """Where the run is in its stop."""
-
-    reason: StopReason | None = None
-    asked_at: float | None = None
-    end_seen_at: float | None = None  # when every process that runs the script said it is leaving
-    window_read: bool = False  # the workers' memory was read where the measured window starts
-    interrupted: bool = False
-    stuck_at: tuple[str, ...] = ()  # the main thread's frames when the timeout hit
-    lost: LostBatch = field(default_factory=LostBatch)  # a worker dropped a batch the loop would wait for
 
 
 @dataclass(slots=True)
@@ -117,6 +93,7 @@ class Flight:
     switched_at: int | None = None  # a real+synthetic run: the batches done when the replays were asked for
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
     batch_heard_at: float = 0.0  # when the last batch was heard
+    batch_last: bool = False  # the last event heard was a batch: a quiet since is a wait for the next
 
     def __post_init__(self) -> None:
         self.collectors = {rank: EventCollector(kept=kept_for(self.config)) for rank in self.started.events}
@@ -153,6 +130,8 @@ class Flight:
                     self.ask_stop(StopReason.BATCH_LOST)  # where it waits is known: no stack to read
                 elif self.stop.asked_at is None and self._reach_spent():
                     self._enough(StopReason.ENOUGH_BATCHES)
+                elif self.stop.asked_at is None and self._stalled():
+                    self.ask_stop(StopReason.ENOUGH_BATCHES)
                 elif self.stop.asked_at is None and time.monotonic() >= (self.settle_put_off_until or float("inf")):
                     self.after_events()
                 self.pump(selector, ENDING_POLL_S if self.ending else POLL_S)
@@ -186,6 +165,7 @@ class Flight:
     def _on_events(self, rank: int, data: bytes) -> None:
         self.stop.lost.on_events(time.monotonic())
         for event in self.collectors[rank].feed(data):
+            self.batch_last = event["kind"] == "batch"
             if event["kind"] == "batch":
                 self.batch_heard_at = time.monotonic()
             elif event["kind"] in ("iterator", "phase"):
@@ -273,6 +253,15 @@ class Flight:
         ride = RIDE_BUDGET_S if self.config.child.breakdown_items else 0.0
         allowed = replay_s(ran_s, self.stop.lost.longest_gap_s, ride)
         return time.monotonic() - max(since, self.batch_heard_at) > allowed
+
+    def _stalled(self) -> bool:
+        """A real run (or a real+synthetic run's real part) that may stop once settled measured its
+        window, and its loop has waited for a batch since longer than ``reach.stalled`` allows: it
+        stops (not where its batches are fixed, nor once its replays were asked for: ``replay_s``)."""
+        real = self.config.settle is not None and self.config.spec.mode in (Mode.REAL, Mode.REAL_SYNTHETIC)
+        if not real or self.switched_at is not None or not self.batch_last:
+            return False
+        return stalled(time.monotonic() - self.batch_heard_at, self.batches_done() - self.config.warmup)
 
     def _last_setting_done(self, done: int) -> bool:
         """An in-process run's last setting has had the batches planned for it."""

@@ -21,11 +21,12 @@ from fastload_cli.config import RunConfig
 from fastload_cli.records import RUN_ID_ENV, RunResult, StopReason
 from fastload_cli.records.protocol import STACK_FILE_ENV
 from fastload_cli.runner.ended import ended, signal_name
-from fastload_cli.runner.flight import Before, Flight, GpuReadings, HostReadings, Observer
+from fastload_cli.runner.flight import Flight, GpuReadings, HostReadings, Observer
 from fastload_cli.runner.job import job_result, start_job
 from fastload_cli.runner.processes import ignoring_interrupts, interrupts_as_flag, pass_on, terminate_strays, wait
 from fastload_cli.runner.stacks import StackProbe
 from fastload_cli.runner.start import Started, start_single
+from fastload_cli.runner.stopping import Before
 from fastload_cli.samplers.gpu import GpuSampler, Nvml
 from fastload_cli.samplers.host import HostSampler, available_memory, oom_kills
 

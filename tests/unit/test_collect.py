@@ -106,7 +106,8 @@ def test_a_real_synthetic_runs_replays_are_waited_for_however_late_and_a_refusal
 
     from fastload_cli.config import RunConfig
     from fastload_cli.records import Mode, ModeSpec
-    from fastload_cli.runner.flight import Before, Flight, Stopping
+    from fastload_cli.runner.flight import Flight
+    from fastload_cli.runner.stopping import Before, Stopping
 
     flight = object.__new__(Flight)  # the parts of a run in flight that decide its batches, alone
     flight.stop, flight.batch_heard_at = Stopping(), 0.0
@@ -150,8 +151,9 @@ def test_the_first_replay_is_awaited_past_a_stalled_batch_and_the_ride() -> None
     from fastload_cli.config import RunConfig
     from fastload_cli.records import Mode, ModeSpec
     from fastload_cli.records.protocol import RIDE_BUDGET_S
-    from fastload_cli.runner.flight import Before, Flight, Stopping
+    from fastload_cli.runner.flight import Flight
     from fastload_cli.runner.reach import REACH_SHARE, SWITCH_GAPS
+    from fastload_cli.runner.stopping import Before, Stopping
 
     flight = object.__new__(Flight)
     base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=12)
@@ -178,6 +180,46 @@ def test_the_first_replay_is_awaited_past_a_stalled_batch_and_the_ride() -> None
     assert flight._reach_spent()
 
 
+def test_a_real_window_measured_is_not_held_for_a_batch_its_loop_has_waited_for_past_the_stall() -> None:
+    """thread-oversubscription's two workers once took 50 s for one batch, ten batches into the
+    real window: the run waited for it, and the command took 59.4 s. Past ``STALL_S`` of waiting,
+    a real part whose window holds ``STALL_BATCHES`` stops there; an epoch's start-up, a window
+    still short, a part whose replays were asked for and a run of fixed batches are waited for."""
+    import dataclasses
+    from pathlib import Path
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.records import Mode, ModeSpec
+    from fastload_cli.runner.flight import Flight
+    from fastload_cli.runner.reach import STALL_BATCHES, STALL_S
+    from fastload_cli.runner.stopping import Stopping
+
+    flight = object.__new__(Flight)
+    base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=50)
+    flight.config = dataclasses.replace(base.with_mode(ModeSpec(mode=Mode.REAL_SYNTHETIC)), settle=lambda _: False)
+    c = EventCollector()
+    flight.collectors, flight.stop, flight.switched_at = {0: c}, Stopping(), None
+    c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(flight.config.warmup + STALL_BATCHES - 1)))
+    flight.batch_last, flight.batch_heard_at = True, time.monotonic() - (STALL_S + 0.5)
+    assert not flight._stalled()  # a window still short of its batches
+    c.feed(line(**{**BATCH, "index": flight.config.warmup + STALL_BATCHES - 1}))
+    assert flight._stalled()
+    flight.batch_heard_at = time.monotonic() - (STALL_S - 0.5)
+    assert not flight._stalled()  # not waited long enough yet
+    flight.batch_heard_at = time.monotonic() - (STALL_S + 0.5)
+    flight.batch_last = False  # an epoch ended, or an iterator started, since: its start-up is training's
+    assert not flight._stalled()
+    flight.batch_last, flight.switched_at = True, STALL_BATCHES
+    assert not flight._stalled()  # the replays were asked for: ``replay_s`` holds the run
+    flight.switched_at = None
+    flight.config = dataclasses.replace(flight.config, settle=None)  # its batches are fixed
+    assert not flight._stalled()
+    flight.config = dataclasses.replace(base.with_mode(ModeSpec(mode=Mode.REAL)), settle=lambda _: False)
+    assert flight._stalled()  # a real run alone too
+    flight.config = dataclasses.replace(base.with_mode(ModeSpec(mode=Mode.WORKERS, workers=4)), settle=lambda _: False)
+    assert not flight._stalled()  # a sweep's setting is measured as it comes
+
+
 def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_poll() -> None:
     """A stopped run's pipes stay open while its workers shut down: no event wakes the loop at its
     exit, so the loop looks for it every ``ENDING_POLL_S``, not every ``POLL_S``."""
@@ -187,7 +229,8 @@ def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_po
 
     from fastload_cli.config import RunConfig
     from fastload_cli.runner import flight as flight_module
-    from fastload_cli.runner.flight import Flight, Stopping
+    from fastload_cli.runner.flight import Flight
+    from fastload_cli.runner.stopping import Stopping
 
     class Proc:  # leaves at its fourth poll
         polls = 0

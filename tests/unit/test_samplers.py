@@ -233,7 +233,8 @@ def test_batches_the_settle_check_put_off_are_read_without_waiting_for_the_next(
     from typing import Any
 
     from fastload_cli.config import RunConfig
-    from fastload_cli.runner.flight import Flight, Stopping
+    from fastload_cli.runner.flight import Flight
+    from fastload_cli.runner.stopping import Stopping
 
     asked: list[float] = []
 
