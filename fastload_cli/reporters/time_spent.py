@@ -19,7 +19,7 @@ def time_lines(spent: TimeSpent | None) -> list[RenderableType]:
         f"{counted(spent.runs, 'start')} of the script {spent.starts_s:.1f} s",
         f"warm-ups {spent.warmups_s:.1f} s",
         f"measured windows {spent.measured_s:.1f} s",
-        f"after the windows (stops, epoch ends, shutdowns) {spent.ends_s:.1f} s",
+        f"after the windows (stops, stalls, epoch ends, shutdowns) {spent.ends_s:.1f} s",
     ]
     lines = [f"{'; '.join(parts)}."]
     if spent.again_s:
