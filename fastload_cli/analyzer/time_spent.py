@@ -3,9 +3,9 @@
 Each process of the script is cut into its start (to its first ``iter()``), its warm-up (to its
 first measured window; the gaps between an in-process run's settings), its measured windows, and
 its end (the stop, a stalled batch or an epoch's end waited for, the shutdown), and the
-breakdown where one was timed inside it (a real+synthetic run's, at its switch): ``of_run``. ``account`` adds the
-runs up against the command's total and the measuring limit: one start of the script and
-``TIME_LIMIT_BATCHES`` steady batches of each mode compared at its own step time.
+breakdown where one was timed inside it (a real+synthetic run's, at its switch): ``of_run``.
+``account`` adds the runs up against the command's total and the measuring limit: one start of
+the script and ``TIME_LIMIT_BATCHES`` steady batches of each mode compared at its own step time.
 """
 
 from __future__ import annotations
