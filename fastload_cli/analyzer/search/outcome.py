@@ -12,7 +12,7 @@ from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs, parts
 from fastload_cli.analyzer.search.climb import climb
-from fastload_cli.analyzer.search.guided import starved
+from fastload_cli.analyzer.search.guided import most_workers, starved
 from fastload_cli.analyzer.search.limits import Limits, capped
 from fastload_cli.analyzer.search.points import (
     beats,
@@ -130,8 +130,9 @@ def _knee(ok: Sequence[SweepPoint], best: SweepPoint) -> tuple[SweepPoint, Sweep
 
 def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None, current: int | None) -> str | None:
     """Why the search ended before returns were seen to end, when a limit ended it: memory,
-    ``max_workers``, or the settings a guided sweep allows while the loop still waited at the most
-    workers measured beside idle cores."""
+    ``max_workers``, an epoch's batches at the fastest setting (``guided.most_workers``), or the
+    settings a guided sweep allows while the loop still waited at the most workers measured beside
+    idle cores."""
     if limits.grid is not None:
         return None
     if curve is None:
@@ -140,12 +141,20 @@ def _stopped(points: Sequence[SweepPoint], limits: Limits, curve: Curve | None, 
     measured = plain(points)
     highest = measured[max(measured)] if measured else None
     tried = [w for w in measured if w != current]
-    if why is None and highest is not None and starved(highest) and len(tried) >= th.PREDICT_MAX_SETTINGS:
+    if why is not None or highest is None or not starved(highest):
+        return why
+    fastest = max(usable(measured.values()), key=throughput, default=None)
+    if highest is fastest and highest.workers >= most_workers(limits) < limits.max_workers:
+        return (
+            f"at {highest.workers} workers each of an epoch's {limits.epoch_batches} batches has a worker of its own, "
+            "and more workers would never get one"
+        )
+    if len(tried) >= th.PREDICT_MAX_SETTINGS:
         return (
             f"it measured the {th.PREDICT_MAX_SETTINGS} settings a sweep allows, and at {highest.workers} workers the "
             f"loop still waited {pct(highest.data_wait_fraction)} of the time beside idle cores"
         )
-    return why
+    return None
 
 
 def _predicted(curve: Curve | None, measured: dict[int, SweepPoint], current: int | None) -> dict[str, Any]:

@@ -113,6 +113,30 @@ def test_a_climb_ends_once_a_setting_trains_at_the_rate_the_step_takes_with_free
     assert verify(model, Limits(), current=2, predicted=above) == [3, 5, 7]
 
 
+def test_a_climb_never_asks_for_more_workers_than_an_epoch_has_batches() -> None:
+    # zoo/cold_reads.py's shape on 2 cores: 24-batch epochs, 3 workers read 282 samples/s while the
+    # loop still waits beside idle cores, and the step takes 4,770 with free inputs. Aimed at that rate
+    # the climb asked for 32 workers, 8 of which never get a batch of an epoch and all of which start
+    # again every epoch; 24 gives each batch a worker of its own.
+    def model(w: int) -> float:
+        return {2: 221.0, 3: 282.0}.get(w, 106.0)
+
+    aimed = dataclasses.replace(curve(3), consumer_per_s=4770.0)
+    short = Limits(epoch_batches=24)
+    assert verify(model, short, current=2, predicted=aimed, wait=0.57) == [3, 24]
+    # a 128-core host run with --max-workers 64, 48-batch epochs: 3 workers starved, the step 27x as
+    # fast with free inputs; the climb stops at 48, and says why it went no further while the loop
+    # still waited there
+    many = Limits(max_workers=64, epoch_batches=48)
+    fed = dataclasses.replace(curve(3, 64), consumer_per_s=8000.0)
+    assert verify(lambda w: 100.0 * w, many, current=2, predicted=fed, wait=0.5)[:2] == [3, 48]
+    points = [pt(2, 200.0, wait=0.5), pt(3, 300.0, wait=0.5), pt(48, 4800.0, wait=0.5)]
+    found = outcome.conclude(points, 2, many, 128, fed)
+    assert found is not None and found.stopped is not None and "48 batches has a worker of its own" in found.stopped
+    # epochs of unknown length, or long ones: max_workers alone bounds the climb, as before
+    assert verify(model, Limits(), current=2, predicted=aimed, wait=0.57)[:2] == [3, 32]
+
+
 def test_a_prediction_too_high_lands_on_a_plateau_and_stops() -> None:
     def model(w: int) -> float:
         return 100.0 * min(max(w, 1), 4)
