@@ -125,7 +125,7 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         if ceiling is not None and not ceiling_low:
             evidence.append(_unexplained_ceiling_line(f))
         confidence = th.CONFIDENCE_STRONG if ceiling_low else th.CONFIDENCE_ONE_SIGNAL
-        if ceiling_low and not f.step_slowed:  # how far below the line to "partly input-bound"?
+        if ceiling_low and not f.step_slowed and not f.wait_caps_ceiling:  # how far below "partly input-bound"?
             between = "compute-bound and partly input-bound"
             confidence = _eased(f, confidence, th.CEILING_COMPUTE_BOUND, between, evidence)
         return _compute_bound(f, evidence, confidence, caveats)

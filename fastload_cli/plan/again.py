@@ -73,8 +73,12 @@ def _contradicted(f: Facts, ceiling: float) -> str | None:
 
 
 def _near_line(f: Facts, ceiling: float) -> str | None:
-    """Why a ceiling within the runs' noise of ``CEILING_COMPUTE_BOUND`` is measured again, or None."""
+    """Why a ceiling within the runs' noise of ``CEILING_COMPUTE_BOUND`` is measured again, or None:
+    not one under it where the loop's wait caps what free inputs can give under it too
+    (``Facts.wait_caps_ceiling``), which no second pair can turn."""
     if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
+        return None
+    if ceiling < th.CEILING_COMPUTE_BOUND and f.wait_caps_ceiling:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "

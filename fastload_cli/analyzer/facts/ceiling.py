@@ -146,6 +146,19 @@ class CeilingFacts(EpochFacts):
         return self.loader is not None and (self.loader.num_workers > 0 or self.loader.pin_memory)
 
     @property
+    def wait_caps_ceiling(self) -> bool:
+        """Nothing loads beside the step (``concurrent_loading``), so free inputs can save the
+        loop's wait and no more: a ceiling of at most ``1 / (1 - wait)``, and that cap lies under
+        ``CEILING_COMPUTE_BOUND`` by the runs' noise. A ceiling from the runs that reads between the
+        two is their noise, and no second pair of runs can turn the verdict from compute-bound:
+        heavy_model.py (no workers, its loop waiting 0% of the time) read 1.09x beside the 1.15x
+        line in one run of three, and measured the pair again, 3 s of a 9 s diagnosis."""
+        wait = self.real.data_wait_fraction if self.real is not None else None
+        if self.loader is None or self.concurrent_loading or wait is None or wait >= 1:
+            return False
+        return (1 + self.ceiling_noise) / (1 - wait) < th.CEILING_COMPUTE_BOUND
+
+    @property
     def contended(self) -> bool:
         """The loaders measurably slow the step: ``step_slowed``, or ``step_starved``."""
         return self.step_slowed or self.step_starved
