@@ -141,11 +141,14 @@ def diagnose(
     """
     with error_boundary(chatter.output()) as out:
         from fastload_cli.config import DEFAULT_PY_SPY_S, DIAGNOSE_MODES, parse_modes
-        from fastload_cli.plan import Diagnose
+        from fastload_cli.runner.start import prestart
 
         specs = parse_modes(modes) if modes else DIAGNOSE_MODES
         what = given(script, script_args, target.module)
         out, base = prepare(Command.DIAGNOSE, what, measure, outputs, gates, launch, out, transforms)
+        prestart(base)  # the input checked: the script's imports overlap fastload's own from here
+        from fastload_cli.plan import Diagnose
+
         base = replace(base, py_spy_s=DEFAULT_PY_SPY_S) if py_spy else base
         auto_sweep = not no_sweep and modes is None and not fixed_plan(base, out)
         runs = Diagnose(specs, max_workers if auto_sweep else None, breakdown, follow_ups=auto_sweep)
