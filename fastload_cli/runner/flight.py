@@ -92,6 +92,7 @@ class Flight:
     next_asked_at: int = 0  # an in-process run: the settings marked when the next one was last asked for
     switched_at: int | None = None  # a real+synthetic run: the batches done when the replays were asked for
     reaching_since: float | None = None  # held past its batches for its epoch's end since then
+    held: StopReason | None = None  # settled, and held for its epoch's near end: the reason it stops with after
     batch_heard_at: float = 0.0  # when the last batch was heard
     batch_last: bool = False  # the last event heard was a batch: a quiet since is a wait for the next
 
@@ -203,6 +204,10 @@ class Flight:
             self.observer.on_batches(done, self.config.requested_batches)
         if self.stop.asked_at is not None or self._profiling():
             return
+        if self.held is not None:  # settled: only the epoch's end is awaited, heard at the event that ends it
+            if not self._reaching():
+                self._enough(self.held)
+            return
         if done >= self._wanted() or self._last_setting_done(done):
             if not self._reaching():
                 self._enough(StopReason.ENOUGH_BATCHES)
@@ -223,6 +228,7 @@ class Flight:
     def _enough(self, reason: StopReason) -> None:
         """The part in force is measured: a real+synthetic run's replays begin (the workers' memory
         read while they still run; the first awaited as an epoch's near end is), or the run stops."""
+        self.held = None
         if self.config.spec.mode is Mode.REAL_SYNTHETIC and self.switched_at is None:
             self.host.read_memory_now()
             self.switched_at, self.reaching_since = self.batches_done(), time.monotonic()
@@ -274,6 +280,8 @@ class Flight:
         if marks >= len(self.config.child.turns):
             if not self._reaching():
                 self._enough(StopReason.SETTLED)
+            else:
+                self.held = StopReason.SETTLED
         elif marks > self.next_asked_at:
             self.next_asked_at = marks
             self._signal(NEXT_SIGNAL)

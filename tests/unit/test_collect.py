@@ -220,6 +220,44 @@ def test_a_real_window_measured_is_not_held_for_a_batch_its_loop_has_waited_for_
     assert not flight._stalled()  # a sweep's setting is measured as it comes
 
 
+def test_a_settled_run_held_for_its_epochs_end_stops_at_the_event_that_ends_it() -> None:
+    """A real window that settled near its epoch's end goes on to that end (``RunConfig.reach``).
+    The end was heard only at the next settle check (at most every ``SETTLE_CHECK_S``, 0.2 s: six
+    steps of 30 ms) that found the run settled again, with the next epoch's start-up in its window.
+    It now stops at the event that ends the epoch."""
+    import dataclasses
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from fastload_cli.config import RunConfig
+    from fastload_cli.records import Mode, ModeSpec
+    from fastload_cli.runner.flight import Flight, Observer
+    from fastload_cli.runner.stopping import Before, Stopping
+
+    epoch_ended = False
+    flight = object.__new__(Flight)
+    base = RunConfig(script=Path("/x/train.py"), script_arg0="train.py", max_batches=50)
+    flight.config = dataclasses.replace(
+        base.with_mode(ModeSpec(mode=Mode.REAL)), settle=lambda _: True, reach=lambda _: not epoch_ended
+    )
+    c = EventCollector()
+    flight.collectors, flight.stop, flight.switched_at, flight.reaching_since = {0: c}, Stopping(), None, None
+    flight.held, flight.settle_checked_at, flight.settle_cost_s, flight.settle_put_off_until = None, 0.0, 0.0, None
+    flight.observer, flight.pyspy, flight.started = Observer(), None, SimpleNamespace(script_pid=None)
+    flight.host = SimpleNamespace(read_memory_now=lambda: None)
+    flight.before = Before(started_ns=time.monotonic_ns(), cpu_s=0.0, memory_available=None, oom_kills=None)
+    c.feed(b"".join(line(**{**BATCH, "index": i}) for i in range(flight.config.warmup + 12)))
+    flight.after_events()
+    assert flight.stop.asked_at is None and flight.held is StopReason.SETTLED  # settled: held for the epoch's end
+    c.feed(line(**{**BATCH, "index": flight.config.warmup + 12}))
+    flight.after_events()
+    assert flight.stop.asked_at is None  # the epoch goes on
+    epoch_ended = True
+    c.feed(line(**{**BATCH, "index": flight.config.warmup + 13}))
+    flight.after_events()  # within SETTLE_CHECK_S of the check that found it settled
+    assert flight.stop.asked_at is not None and flight.stop.reason is StopReason.SETTLED
+
+
 def test_once_a_run_is_stopped_its_exit_is_looked_for_without_waiting_out_the_poll() -> None:
     """A stopped run's pipes stay open while its workers shut down: no event wakes the loop at its
     exit, so the loop looks for it every ``ENDING_POLL_S``, not every ``POLL_S``."""
