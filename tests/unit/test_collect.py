@@ -222,9 +222,9 @@ def test_a_real_window_measured_is_not_held_for_a_batch_its_loop_has_waited_for_
 
 def test_a_settled_run_held_for_its_epochs_end_stops_at_the_event_that_ends_it() -> None:
     """A real window that settled near its epoch's end goes on to that end (``RunConfig.reach``).
-    The end was heard only at the next settle check (at most every ``SETTLE_CHECK_S``, 0.2 s: six
-    steps of 30 ms) that found the run settled again, with the next epoch's start-up in its window.
-    It now stops at the event that ends the epoch."""
+    The end was heard only at the next settle check (at most every ``SETTLE_CHECK_S``) that found
+    the run settled again, with the next epoch's start-up in its window. It now stops at the event
+    that ends the epoch."""
     import dataclasses
     from pathlib import Path
     from types import SimpleNamespace
