@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from itertools import pairwise
 
+from fastload_cli.analyzer import noise
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.analyzer.search import epochs
 from fastload_cli.analyzer.search.climb import NextSetting, confirmation
@@ -48,7 +49,7 @@ def plan(
         return NextSetting(confirmation(measured, limits, current), f"the run with {failed} workers failed")
     target, stopped = capped(curve.best, points, limits)
     tried = [w for w in measured if w != current]
-    for workers in _around(target, measured, limits, down, curve.consumer_per_s):
+    for workers in _around(target, measured, limits, down, curve.consumer_per_s, curve.consumer_noise):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
     whole = epochs.pending(points, limits, current, down=down)
@@ -77,7 +78,7 @@ def pending(
         return []
     target, _ = capped(curve.best, points, limits)
     left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
-    planned = _around(target, measured, limits, down, curve.consumer_per_s)
+    planned = _around(target, measured, limits, down, curve.consumer_per_s, curve.consumer_noise)
     if planned == [max(target, limits.min_workers)] and planned[0] not in measured:
         planned = [*planned, *_below(planned[0], limits, down)]
     wanted = [w for w in dict.fromkeys(planned) if w not in measured]
@@ -97,7 +98,12 @@ def _none(limits: Limits, down: bool) -> list[int]:
 
 
 def _around(
-    target: int, measured: dict[int, SweepPoint], limits: Limits, down: bool = False, consumer: float | None = None
+    target: int,
+    measured: dict[int, SweepPoint],
+    limits: Limits,
+    down: bool = False,
+    consumer: float | None = None,
+    consumer_noise: float = 0.0,
 ) -> list[int]:
     """The settings that verify ``target``: itself; then, while the loop still waits for data at the
     highest setting measured beside idle cores (``_starved_top``), one above it (``_up``); once it
@@ -120,19 +126,27 @@ def _around(
     while (
         (top := _rising_top(measured, wanted)) is not None
         and top < most_workers(limits)
-        and not _fed(measured[top], consumer)
+        and not _fed(measured[top], consumer, consumer_noise)
         and not saturated(measured[top])
     ):
         wanted.append(_up(measured[top], limits, consumer))
     return wanted
 
 
-def _fed(top: SweepPoint, consumer: float | None) -> bool:
-    """``top`` trains within ``SWEEP_PREFER_FEWER_WITHIN`` of the rate the step takes with free
-    inputs (``consumer``), or faster: no setting above it can beat it by more, and the sweep would
-    name ``top`` over any that did (``fewest_near_best``). A climb on from there measures
-    nothing the advice could use, and over short epochs its settings may need whole epochs each."""
-    return consumer is not None and throughput(top) >= consumer * (1 - th.SWEEP_PREFER_FEWER_WITHIN)
+def _fed(top: SweepPoint, consumer: float | None, consumer_noise: float = 0.0) -> bool:
+    """``top`` trains at the rate the step takes with free inputs (``consumer``), as far as the
+    runs can tell: within ``SWEEP_PREFER_FEWER_WITHIN`` of it, or within the noise between the two
+    (``top``'s spread and the synthetic run's, ``consumer_noise``, at least ``SWEEP_NOISE_FLOOR``),
+    or faster. No setting above it can beat it by more: by less than ``SWEEP_PREFER_FEWER_WITHIN``
+    the sweep names ``top`` (``fewest_near_best``), and by less than the noise no run could tell,
+    nor promise it. A climb on from there measures nothing the advice could use, and over short
+    epochs its settings may need whole epochs each: gpu_paced.py's 3 workers, 435 samples/s where
+    its replays ran 450 (±10%), climbed to 4 (446, 455), measured 3 again and kept it, 2.5 s of a
+    12 s diagnosis."""
+    if consumer is None:
+        return False
+    within = max(th.SWEEP_PREFER_FEWER_WITHIN, noise.floored(max(top.spread or 0.0, consumer_noise)))
+    return throughput(top) >= consumer * (1 - within)
 
 
 def _up(top: SweepPoint, limits: Limits, consumer: float | None) -> int:

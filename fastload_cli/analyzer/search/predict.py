@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastload_cli.analyzer import thresholds as th
 from fastload_cli.records import RunSummary
@@ -62,6 +62,7 @@ class Curve:
     best: int  # the fewest workers within a few percent of the highest predicted throughput
     limit: str  # what the plateau is: "the step", "the cores", or "--max-workers"
     consumer_per_s: float | None = None  # samples/s the step takes with free inputs, where known
+    consumer_noise: float = 0.0  # the relative noise of that rate: the synthetic run's spread
 
     def at(self, workers: int) -> float | None:
         return next((rate for n, rate in self.points if n == workers), None)
@@ -159,7 +160,10 @@ def from_runs(
         return None
     consumer = synthetic.throughput_samples_per_s if synthetic is not None else None
     found = rates(own, consumer, cores)
-    return predict(found, max_workers, epochs) if found is not None else None
+    if found is None:
+        return None
+    spread = synthetic.throughput_spread if synthetic is not None and consumer is not None else None
+    return replace(predict(found, max_workers, epochs), consumer_noise=spread or 0.0)
 
 
 def error(curve: Curve, measured: Sequence[tuple[int, float]]) -> float | None:
