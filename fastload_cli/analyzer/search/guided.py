@@ -49,7 +49,7 @@ def plan(
         return NextSetting(confirmation(measured, limits, current), f"the run with {failed} workers failed")
     target, stopped = capped(curve.best, points, limits)
     tried = [w for w in measured if w != current]
-    for workers in _around(target, measured, limits, down, curve.consumer_per_s, curve.consumer_noise):
+    for workers in _around(target, measured, limits, curve, down):
         if workers not in measured and len(tried) < th.PREDICT_MAX_SETTINGS:
             return NextSetting(workers, stopped)
     whole = epochs.pending(points, limits, current, down=down)
@@ -78,7 +78,7 @@ def pending(
         return []
     target, _ = capped(curve.best, points, limits)
     left = th.PREDICT_MAX_SETTINGS - len([w for w in measured if w != current])
-    planned = _around(target, measured, limits, down, curve.consumer_per_s, curve.consumer_noise)
+    planned = _around(target, measured, limits, curve, down)
     if planned == [max(target, limits.min_workers)] and planned[0] not in measured:
         planned = [*planned, *_below(planned[0], limits, down)]
     wanted = [w for w in dict.fromkeys(planned) if w not in measured]
@@ -98,12 +98,7 @@ def _none(limits: Limits, down: bool) -> list[int]:
 
 
 def _around(
-    target: int,
-    measured: dict[int, SweepPoint],
-    limits: Limits,
-    down: bool = False,
-    consumer: float | None = None,
-    consumer_noise: float = 0.0,
+    target: int, measured: dict[int, SweepPoint], limits: Limits, curve: Curve, down: bool = False
 ) -> list[int]:
     """The settings that verify ``target``: itself; then, while the loop still waits for data at the
     highest setting measured beside idle cores (``_starved_top``), one above it (``_up``); once it
@@ -118,7 +113,7 @@ def _around(
         return [*_steps(target, measured, limits), *_none(limits, down)]
     wanted = [target]
     while not down and (top := _starved_top(measured, wanted)) is not None and top < most_workers(limits):
-        wanted.append(_up(measured[top], limits, consumer))
+        wanted.append(_up(measured[top], limits, curve.consumer_per_s))
     if not all(w in measured for w in wanted):
         return wanted
     fastest = max(usable(measured[w] for w in wanted), key=throughput, default=None)
@@ -126,27 +121,27 @@ def _around(
     while (
         (top := _rising_top(measured, wanted)) is not None
         and top < most_workers(limits)
-        and not _fed(measured[top], consumer, consumer_noise)
+        and not _fed(measured[top], curve)
         and not saturated(measured[top])
     ):
-        wanted.append(_up(measured[top], limits, consumer))
+        wanted.append(_up(measured[top], limits, curve.consumer_per_s))
     return wanted
 
 
-def _fed(top: SweepPoint, consumer: float | None, consumer_noise: float = 0.0) -> bool:
-    """``top`` trains at the rate the step takes with free inputs (``consumer``), as far as the
-    runs can tell: within ``SWEEP_PREFER_FEWER_WITHIN`` of it, or within the noise between the two
-    (``top``'s spread and the synthetic run's, ``consumer_noise``, at least ``SWEEP_NOISE_FLOOR``),
+def _fed(top: SweepPoint, curve: Curve) -> bool:
+    """``top`` trains at the rate the step takes with free inputs (``Curve.consumer_per_s``), as far
+    as the runs can tell: within ``SWEEP_PREFER_FEWER_WITHIN`` of it, or within the noise between the
+    two (``top``'s spread and the synthetic run's, ``Curve.consumer_noise``, at least ``SWEEP_NOISE_FLOOR``),
     or faster. No setting above it can beat it by more: by less than ``SWEEP_PREFER_FEWER_WITHIN``
     the sweep names ``top`` (``fewest_near_best``), and by less than the noise no run could tell,
     nor promise it. A climb on from there measures nothing the advice could use, and over short
     epochs its settings may need whole epochs each: gpu_paced.py's 3 workers, 435 samples/s where
     its replays ran 450 (±10%), climbed to 4 (446, 455), measured 3 again and kept it, 2.5 s of a
     12 s diagnosis."""
-    if consumer is None:
+    if curve.consumer_per_s is None:
         return False
-    within = max(th.SWEEP_PREFER_FEWER_WITHIN, noise.floored(max(top.spread or 0.0, consumer_noise)))
-    return throughput(top) >= consumer * (1 - within)
+    within = max(th.SWEEP_PREFER_FEWER_WITHIN, noise.floored(max(top.spread or 0.0, curve.consumer_noise)))
+    return throughput(top) >= curve.consumer_per_s * (1 - within)
 
 
 def _up(top: SweepPoint, limits: Limits, consumer: float | None) -> int:
