@@ -117,19 +117,35 @@ def _decide(f: Facts, caveats: tuple[str, ...]) -> Verdict:
         )
         if ceiling_high and wait < th.WAIT_CLEARLY_INPUT:  # the ceiling decides: how far above its line?
             between = "partly and clearly input-bound"
-            confidence = _eased(f, confidence, th.CEILING_INPUT_BOUND, between, evidence, floor=_partly_confidence(f))
+            eased_to = _partly_confidence(f)
+            confidence = _eased(f, confidence, th.CEILING_INPUT_BOUND, (between, evidence), floor=eased_to)
         return _input_bound(f, evidence, confidence, caveats, partly=False)
     if wait_low and ceiling is None and f.concurrent_loading:
         return _wait_alone(f, evidence, caveats)
     if wait_low and (ceiling is None or ceiling_low or not f.loaders_cost_the_step):
-        if ceiling is not None and not ceiling_low:
-            evidence.append(_unexplained_ceiling_line(f))
-        confidence = th.CONFIDENCE_STRONG if ceiling_low else th.CONFIDENCE_ONE_SIGNAL
-        if ceiling_low and not f.step_slowed and not f.wait_caps_ceiling:  # how far below "partly input-bound"?
-            between = "compute-bound and partly input-bound"
-            confidence = _eased(f, confidence, th.CEILING_COMPUTE_BOUND, between, evidence)
-        return _compute_bound(f, evidence, confidence, caveats)
+        return _compute_bound(f, evidence, _step_confidence(f, evidence), caveats)
     return _mixed(f, evidence, caveats)
+
+
+def _step_confidence(f: Facts, evidence: list[Finding]) -> float:
+    """A compute-bound verdict's confidence where the loop hardly waited: full where the ceiling is
+    under the line, eased toward the reading across it near the line, and one signal's where the
+    ceiling reads in between, which the input pipeline does not explain (a line added to
+    ``evidence``). Where the verdict reads compute-bound across the line too
+    (``Facts.compute_either_side``), it eases toward that reading's one signal, and no finding
+    says another run may turn it."""
+    ceiling = f.ceiling
+    if ceiling is None:
+        return th.CONFIDENCE_ONE_SIGNAL
+    if ceiling >= th.CEILING_COMPUTE_BOUND:
+        evidence.append(_unexplained_ceiling_line(f))
+        return th.CONFIDENCE_ONE_SIGNAL
+    if f.step_slowed or f.wait_caps_ceiling:
+        return th.CONFIDENCE_STRONG
+    if f.compute_either_side:
+        return _eased(f, th.CONFIDENCE_STRONG, th.CEILING_COMPUTE_BOUND, None, floor=th.CONFIDENCE_ONE_SIGNAL)
+    between = "compute-bound and partly input-bound"  # how far below "partly input-bound"?
+    return _eased(f, th.CONFIDENCE_STRONG, th.CEILING_COMPUTE_BOUND, (between, evidence))
 
 
 def _mixed(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdict:
@@ -143,16 +159,21 @@ def _mixed(f: Facts, evidence: list[Finding], caveats: tuple[str, ...]) -> Verdi
 
 
 def _eased(
-    f: Facts, confidence: float, line: float, between: str, evidence: list[Finding], floor: float = th.CONFIDENCE_HEDGED
+    f: Facts,
+    confidence: float,
+    line: float,
+    said: tuple[str, list[Finding]] | None,
+    floor: float = th.CONFIDENCE_HEDGED,
 ) -> float:
     """A confidence that moves smoothly across a line the verdict draws on the ceiling: ``floor``
     on the line (the confidence of the reading just across it), the full one a whole noise (the
-    runs' spreads) away from it, linear in between, and a finding that says so while the ceiling
-    is that close."""
+    runs' spreads) away from it, linear in between, and, where ``said`` gives what the line is
+    between and the evidence, a finding that says so while the ceiling is that close."""
     assert f.ceiling is not None
     noise = f.ceiling_noise
     margin = min(1.0, abs(f.ceiling / line - 1) / noise)
-    if margin < 1.0:
+    if margin < 1.0 and said is not None:
+        between, evidence = said
         evidence.append(
             found(
                 FindingKind.NEAR_THRESHOLD,

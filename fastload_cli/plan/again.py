@@ -49,7 +49,7 @@ def measure_again(analysis: Analysis, done: Sequence[RunResult], elapsed_s: floa
         )
     if analysis.verdict.bottleneck is Bottleneck.INCONCLUSIVE:
         return None
-    return _contradicted(f, ceiling) or _near_line(f, ceiling) or _rough_near_line(done, ceiling)
+    return _contradicted(f, ceiling) or _near_line(f, ceiling) or _rough_near_line(done, ceiling, _lines(f))
 
 
 def _contradicted(f: Facts, ceiling: float) -> str | None:
@@ -75,10 +75,11 @@ def _contradicted(f: Facts, ceiling: float) -> str | None:
 def _near_line(f: Facts, ceiling: float) -> str | None:
     """Why a ceiling within the runs' noise of ``CEILING_COMPUTE_BOUND`` is measured again, or None:
     not one under it where the loop's wait caps what free inputs can give under it too
-    (``Facts.wait_caps_ceiling``), which no second pair can turn."""
+    (``Facts.wait_caps_ceiling``), nor one where the verdict reads compute-bound on either side of
+    the line (``Facts.compute_either_side``): no second pair can turn those."""
     if abs(ceiling / th.CEILING_COMPUTE_BOUND - 1) >= f.ceiling_noise:
         return None
-    if ceiling < th.CEILING_COMPUTE_BOUND and f.wait_caps_ceiling:
+    if (ceiling < th.CEILING_COMPUTE_BOUND and f.wait_caps_ceiling) or f.compute_either_side:
         return None
     return (
         f"The ceiling, {ceiling:.2f}x, is within the runs' noise (±{100 * f.ceiling_noise:.0f}%) of "
@@ -86,16 +87,22 @@ def _near_line(f: Facts, ceiling: float) -> str | None:
     )
 
 
-def _rough_near_line(done: Sequence[RunResult], ceiling: float) -> str | None:
+def _lines(f: Facts) -> tuple[float, ...]:
+    """The lines on the ceiling that could turn the verdict: not ``CEILING_COMPUTE_BOUND`` where it
+    reads compute-bound on either side (``Facts.compute_either_side``)."""
+    return tuple(x for x in LINES if x != th.CEILING_COMPUTE_BOUND or not f.compute_either_side)
+
+
+def _rough_near_line(done: Sequence[RunResult], ceiling: float, lines: Sequence[float]) -> str | None:
     """Why a ceiling read from a real run that stopped short of settling (``settle.real_settled``'s
     looser rule, or ``--max-batches``) is measured again, or None: it lies within twice the real
-    estimate's error (``settle.rough_error``) of a line the verdict draws on the ceiling, where
-    more batches could have turned the verdict."""
+    estimate's error (``settle.rough_error``) of one of ``lines`` the verdict draws on the ceiling,
+    where more batches could have turned the verdict."""
     real = next((r for r in done if r.spec.mode is Mode.REAL), None)
     error = rough_error(real) if real is not None else None
     if error is None:
         return None
-    line = next((x for x in LINES if abs(ceiling / x - 1) < 2 * error), None)
+    line = next((x for x in lines if abs(ceiling / x - 1) < 2 * error), None)
     if line is None:
         return None
     return (
@@ -128,7 +135,7 @@ def after_sweep(analysis: Analysis, done: Sequence[RunResult]) -> bool:
         return False
     if broken_comparison(f) is not None or _contradicted(f, ceiling) is not None:
         return False
-    return _near_line(f, ceiling) is not None or _rough_near_line(done, ceiling) is not None
+    return _near_line(f, ceiling) is not None or _rough_near_line(done, ceiling, _lines(f)) is not None
 
 
 def waiting(why: str) -> str:
