@@ -13,12 +13,31 @@ from fastload_cli.fixes.wrapping import map_leaves, passed_through
 
 
 class _Decoded:
-    """What the dataset's transform was given: the decoded sample, marked in the dataset's output."""
+    """What the dataset's transform was given: the decoded sample, marked in the dataset's output.
+    A transform called with keywords (albumentations' ``transform(image=image)["image"]``) is
+    given them all (``keywords``); the entries the dataset takes from its result are ``_Picked``."""
 
-    __slots__ = ("value",)
+    __slots__ = ("keywords", "value")
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, value: Any = None, **keywords: Any) -> None:
+        self.value, self.keywords = value, keywords
+
+    def __getitem__(self, key: Any) -> _Picked:
+        return _Picked(self, key)
+
+    def applied(self, transform: Callable[..., Any]) -> Any:
+        """What the transform gives for what it was given."""
+        return transform(self.value, **self.keywords) if self.value is not None else transform(**self.keywords)
+
+
+class _Picked:
+    """One entry of a keyword-called transform's result, as the dataset took it: ``source``'s
+    result at ``key``."""
+
+    __slots__ = ("key", "source")
+
+    def __init__(self, source: _Decoded, key: Any) -> None:
+        self.source, self.key = source, key
 
 
 class DecodedCache:
@@ -115,17 +134,34 @@ def _owner_of(dataset: Any, attribute: str) -> Any:
     return None
 
 
-def _transformed(item: Any, transform: Callable[[Any], Any] | None) -> Any:
-    """The dataset's output with the transform run on the decoded sample it marked."""
-    apply = transform if transform is not None else (lambda value: value)
-    return map_leaves(item, lambda x: isinstance(x, _Decoded), lambda marked: apply(marked.value))
+def _transformed(item: Any, transform: Callable[..., Any] | None) -> Any:
+    """The dataset's output with the transform run on the decoded sample it marked: once for
+    each call the dataset made, whatever entries of its result it took (an image and its mask
+    get the same random crop)."""
+    results: dict[int, Any] = {}
+
+    def apply(marked: _Decoded | _Picked) -> Any:
+        source = marked.source if isinstance(marked, _Picked) else marked
+        if id(source) not in results:
+            results[id(source)] = source.applied(transform) if transform is not None else _untransformed(source)
+        found = results[id(source)]
+        return found[marked.key] if isinstance(marked, _Picked) else found
+
+    return map_leaves(item, lambda x: isinstance(x, (_Decoded, _Picked)), apply)
+
+
+def _untransformed(source: _Decoded) -> Any:
+    """What a dataset with no transform is given back: the sample, or the keywords as a dict."""
+    return source.value if source.value is not None or not source.keywords else dict(source.keywords)
 
 
 def sample_nbytes(item: Any) -> int:
     """Bytes a decoded sample holds: tensors and arrays by their data, images by their pixels,
     containers by their contents, anything else by ``sys.getsizeof``."""
     if isinstance(item, _Decoded):
-        return sample_nbytes(item.value)
+        return sample_nbytes(item.value) + sample_nbytes(item.keywords)
+    if isinstance(item, _Picked):
+        return sample_nbytes(item.source)
     if hasattr(item, "element_size") and hasattr(item, "numel"):
         return int(item.element_size() * item.numel())
     if hasattr(item, "nbytes") and not isinstance(item, (bytes, bytearray)):

@@ -128,6 +128,51 @@ def test_decoded_cache_reads_each_sample_once_and_augments_every_time() -> None:
     assert cached.cached_bytes == 10 * (3 * 4 * 4 * 4 + sample_nbytes(0))
 
 
+class Segmentation(Dataset):
+    """A dataset written as albumentations' users write it: the transform called with keywords,
+    its result's entries taken by name (``transform(image=..., mask=...)["image"]``)."""
+
+    def __init__(self, transform: Any) -> None:
+        self.transform, self.reads = transform, [0] * 6
+
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, index: int) -> tuple[Any, Any, int]:
+        self.reads[index] += 1
+        image, mask = torch.full((3, 4, 4), float(index)), torch.zeros(4, 4)
+        out = self.transform(image=image, mask=mask)
+        return out["image"], out["mask"], index
+
+
+class KeywordJitter:
+    """A random transform called with keywords: the same random shift on the image and its mask."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, *, image: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        self.calls += 1
+        return {"image": image + self.calls, "mask": mask + self.calls}
+
+
+def test_decoded_cache_caches_a_transform_called_with_keywords_and_runs_it_once_per_call() -> None:
+    jitter = KeywordJitter()
+    dataset = Segmentation(jitter)
+    cached = DecodedCache(dataset)
+    first = [cached[i] for i in range(6)]
+    second = [cached[i] for i in range(6)]
+    assert dataset.reads == [1] * 6  # decoded once
+    assert jitter.calls == 12  # one call per access: the image and its mask share it
+    image, mask, index = second[2]
+    assert (
+        index == 2 and torch.equal(image, torch.full((3, 4, 4), 2.0) + 9) and torch.equal(mask, torch.full((4, 4), 9.0))
+    )
+    assert not torch.equal(first[2][0], image)  # the random transform ran again
+    assert cached.cached_bytes >= 6 * (3 * 4 * 4 * 4 + 4 * 4 * 4)  # the image and the mask kept
+    assert cached.release() is dataset and dataset[0][0].shape == (3, 4, 4)  # its transform back
+
+
 def test_decoded_cache_stays_within_its_memory_bound() -> None:
     dataset = Images(transform=None)
     one = sample_nbytes(Images()[0])

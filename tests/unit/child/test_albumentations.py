@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from torch.utils.data import Dataset
 
+from fastload_cli.runner.child.fixing import cache_view
 from fastload_cli.runner.child.samples import check_on_sample, probe
 from fastload_cli.runner.child.transforms import derandomize, find_augmentations
 
@@ -88,3 +89,16 @@ def test_a_random_crop_becomes_the_centre_crop_and_a_pipeline_in_a_closure_is_fo
 def test_keep_leaves_an_albumentations_transform_as_it_is() -> None:
     found = find_augmentations(Photos(pipeline()), frozenset({"ColorJitter", "OneOf"}), NONE)
     assert kinds(found) == ["RandomResizedCrop", "HorizontalFlip"]
+
+
+def test_decoded_samples_are_cached_apart_from_a_pipeline_called_with_keywords() -> None:
+    """cached on an albumentations pipeline: the dataset's keyword call is given the decoded image,
+    kept in memory, and the random pipeline runs on it at every access, its result's ``image`` taken
+    as the dataset takes it."""
+    dataset = Photos(pipeline())
+    view, what = cache_view(dataset, 0)
+    assert view is not None, what
+    assert view.fill(4) == 4 and view.cache.cached == 4
+    first, second = view[2], view[2]
+    assert probe(view) == probe(Photos(pipeline())) and first[1] == 2
+    assert first[0].shape == (48, 40, 3) and not np.array_equal(first[0], second[0])  # augmented every time
