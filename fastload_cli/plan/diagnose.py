@@ -241,7 +241,7 @@ def split_first(state: State, spec: ModeSpec) -> bool:
     fail (``script_failed``), one process runs the script, no-aug has augmentation to replace,
     the script's loop outlasts the split run's turns (``split_unfit``), and the split run, every
     pipeline at the real run's pace, would end within ``DEFAULT_FOLLOW_UP_BUDGET_S`` of the
-    command's start."""
+    command's start, and no sooner in runs of their own (``split.apart_sooner``)."""
     if spec.mode is not Mode.NO_AUG or state.base.launcher is not None or state.outcome.split_run is not None:
         return False
     if why_skip(spec, state.runs, state.base.child.drop_transforms) is not None:
@@ -249,7 +249,9 @@ def split_first(state: State, spec: ModeSpec) -> bool:
     real = state.analysis.facts.real
     if real is None or script_failed(state.analysis) is not None or not worth_caching(state.analysis):
         return False
-    if split_unfit(state) is not None:
+    if split_unfit(state) is not None or not state.outcome.timed:
+        return False
+    if split.apart_sooner(first_loader(state.runs), real, state.outcome.timed[0].start_s, state.base.warmup):
         return False
     expected = split.split_run_s(first_loader(state.runs), (real,))
     return expected is not None and state.elapsed_s + expected <= DEFAULT_FOLLOW_UP_BUDGET_S

@@ -62,6 +62,15 @@ def pipeline(config: RunConfig, *, own: int = 2, busy_cores: float = 0.9) -> Run
     return dataclasses.replace(found, spec=spec, cpu_count=16)
 
 
+def started_slowly(config: RunConfig) -> RunResult:
+    """``pipeline``'s script where its first run takes 8 s to reach its loop (its libraries'
+    import, its dataset built): a start that costs more than the split run's turns."""
+    found = pipeline(config)
+    if config.spec.mode is not Mode.REAL_SYNTHETIC:
+        return found
+    return dataclasses.replace(found, started_ns=found.started_ns - 8 * 10**9)
+
+
 def split_run(config: RunConfig, own: int) -> RunResult:
     """The split run of ``pipeline``'s script: its pipelines in turns of the batches asked for,
     real .. cached-no-aug and back, the real one at the real run's pace and the others at 10 ms."""
@@ -132,7 +141,7 @@ def labels(steps: list[Step]) -> list[str]:
 
 
 def test_loading_on_free_cores_is_measured_modes_then_sweep_then_breakdown_then_follow_ups() -> None:
-    outcome, steps, analyses = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    outcome, steps, analyses = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), started_slowly)
     ran = labels(steps)
     # the modes in order (the device-resident replay only on CUDA), real and synthetic in one run
     # of the script; loading is the limit, so no-aug with cached in the split run's turns, in one
@@ -259,10 +268,28 @@ def test_a_script_that_ends_before_the_split_runs_turns_measures_no_aug_and_cach
         "than its pipelines' turns need); no-aug and cached are measured in runs of their own."
     ]
     # where the script's loop outlasts the turns, the split run measures them, as before
-    assert labels(drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))[1])[1] == "split"
+    assert labels(drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), started_slowly)[1])[1] == "split"
+
+
+def test_no_aug_and_cached_run_on_their_own_where_the_split_runs_turns_would_take_longer_than_a_start() -> None:
+    """albumentations_train.py's shape: batches slow beside the script's start. The split run's
+    turns (every pipeline twice, 176 batches at 40 ms here) would take longer than the two runs
+    of their own (their warm-ups and as many batches as the real run's window) and one start
+    more: they run on their own. A start of 8 s is worth the turns: the split run measures them.
+    albumentations_train.py's numbers: one worker, 25 real batches at 80 ms, a 4.3 s start."""
+    outcome, steps, _ = drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True))
+    ran = labels(steps)
+    assert ran[:2] == ["real+synthetic", "no-aug"] and "cached" in ran and "split" not in ran
+    assert outcome.split_run is None
+    assert labels(drive(Diagnose(DIAGNOSE_MODES, max_workers=32, follow_ups=True), started_slowly)[1])[1] == "split"
+    one = b.loader(num_workers=1)
+    real = dataclasses.replace(b.summary(throughput=400.0), batches=25, throughput_batches_per_s=12.5)
+    assert split.apart_sooner(one, real, start_s=4.3, warmup=5)  # 152 batches: 12.2 s, against 4.8 s and a start
+    assert not split.apart_sooner(one, real, start_s=8.0, warmup=5)  # where a start costs more than the difference
 
 
 def test_the_sweep_holds_no_more_rounds_of_whole_epoch_pairs_past_diagnoses_time_budget() -> None:
+
     def short(config: RunConfig) -> RunResult:  # epochs short enough for rounds of pairs: 40 batches
         return with_epochs(pipeline(config), 40)
 
