@@ -153,8 +153,8 @@ class CeilingFacts(EpochFacts):
         two is their noise, and no second pair of runs can turn the verdict from compute-bound:
         heavy_model.py (no workers, its loop waiting 0% of the time) read 1.09x beside the 1.15x
         line in one run of three, and measured the pair again, 3 s of a 9 s diagnosis."""
-        wait = self.real.data_wait_fraction if self.real is not None else None
-        if self.loader is None or self.concurrent_loading or wait is None or wait >= 1:
+        wait = self._wait_alone
+        if wait is None or wait >= 1:
             return False
         return (1 + self.ceiling_noise) / (1 - wait) < th.CEILING_COMPUTE_BOUND
 
@@ -167,10 +167,16 @@ class CeilingFacts(EpochFacts):
         turn the verdict. heavy_model.py (no workers, its loop waiting 0.4% of the time) read
         1.22x and, at ±15% noise, 0.99x on a slower machine, and measured the pair again both
         times, 4-7 s of a 14-16 s diagnosis, to read compute-bound each time."""
-        wait = self.real.data_wait_fraction if self.real is not None else None
-        if self.loader is None or self.concurrent_loading or wait is None:
-            return False
-        return wait < th.WAIT_COMPUTE_BOUND
+        wait = self._wait_alone
+        return wait is not None and wait < th.WAIT_COMPUTE_BOUND
+
+    @property
+    def _wait_alone(self) -> float | None:
+        """The real run's data wait where a loader was seen and nothing loads beside the step
+        (``concurrent_loading``): all the loading there is happens inside it. None otherwise."""
+        if self.loader is None or self.concurrent_loading or self.real is None:
+            return None
+        return self.real.data_wait_fraction
 
     @property
     def contended(self) -> bool:
