@@ -99,10 +99,14 @@ def test_a_loader_built_by_a_framework_gets_advice_and_the_reason_not_a_patch(tm
     )
     script = copied(tmp_path, frameworks / "hf_image_classification.py") / "hf_image_classification.py"
     before = script.read_text()
-    done = run_fastload("fix", str(script), *QUICK, "-q", "--", str(tmp_path / "j"), "--max-steps", "300", timeout=400)
+    # one worker waiting on reads: more workers is the advice on any host, busy or not
+    reads = ("--workers", "1", "--read-ms", "8")
+    done = run_fastload(
+        "fix", str(script), *QUICK, "-q", "--", str(tmp_path / "j"), "--max-steps", "300", *reads, timeout=400
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Not written as a change:" in done.stdout and "No patch" in done.stdout
-    assert "the loader is built inside transformers, not in the script's code" in done.stdout
+    assert "increase-num-workers: the loader is built inside transformers, not in the script's code" in done.stdout
     assert "--- a/" not in done.stdout and script.read_text() == before
 
 

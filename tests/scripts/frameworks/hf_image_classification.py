@@ -4,15 +4,18 @@ dataset, augmentation attached with ``set_transform`` (a module-level ``Compose`
 RandomResizedCrop, RandomHorizontalFlip, ToTensor and Normalize applied per batch of examples), a
 small ViT built from a config (nothing is downloaded), ``Trainer`` with ``dataloader_num_workers``
 and ``remove_unused_columns=False``. With ``--stream`` the examples stream instead
-(``to_iterable_dataset``) and the same function is applied on the fly with ``map``.
+(``to_iterable_dataset``) and the same function is applied on the fly with ``map``. With ``--read-ms``
+each image waits that long before it is decoded, as a read from network storage does.
 
     python hf_image_classification.py JPEG_DIR [--workers 2] [--max-steps 75] [--image-size 64] [--stream]
+        [--read-ms 0]
 
 JPEG_DIR holds one sub-folder of JPEGs per class under ``train/`` (``make_jpegs.py``).
 """
 
 import argparse
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -22,6 +25,7 @@ from torchvision.transforms import Compose, Normalize, RandomHorizontalFlip, Ran
 from transformers import Trainer, TrainingArguments, ViTConfig, ViTForImageClassification
 
 _train_transforms = None  # set in main(), as the example sets it once it knows the image size
+_read_s = 0.0
 
 
 def image_dataset(root: Path) -> Dataset:
@@ -36,6 +40,8 @@ def image_dataset(root: Path) -> Dataset:
 
 def preprocess_train(example_batch):
     """Apply the train transforms across a batch, as the example does."""
+    if _read_s:
+        time.sleep(_read_s * len(example_batch["image"]))
     example_batch["pixel_values"] = [_train_transforms(image.convert("RGB")) for image in example_batch["image"]]
     return example_batch
 
@@ -47,14 +53,16 @@ def collate_fn(examples):
 
 
 def main():
-    global _train_transforms
+    global _train_transforms, _read_s
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-steps", type=int, default=75)
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--stream", action="store_true", help="stream the examples and map them on the fly")
+    parser.add_argument("--read-ms", type=float, default=0.0, help="wait this long per image, as storage does")
     args = parser.parse_args()
+    _read_s = args.read_ms / 1000
     size = args.image_size
     normalize = Normalize(mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
     _train_transforms = Compose([RandomResizedCrop(size), RandomHorizontalFlip(), ToTensor(), normalize])
