@@ -107,10 +107,13 @@ def _around(
     highest measured setting is the fastest beyond the noise (``_rising_top``) and the cores had room
     there (``points.saturated``: a rise on full cores is the workers' share of them growing at the
     step's expense), one above it.
-    Over whole epochs, the steps of ``_steps`` instead, and no workers after them with ``down``."""
+    Over whole epochs, the steps of ``_steps`` instead; with ``down``, no workers right after the
+    first of them: the steps above add workers to cores the step already shares, and a time budget
+    that ends the search early has then measured the setting the competition points to."""
     target = max(target, limits.min_workers)
     if fewest_for_rounds(target, limits):
-        return [*_steps(target, measured, limits), *_none(limits, down)]
+        first, *above = _steps(target, measured, limits)
+        return [first, *_none(limits, down), *above]
     wanted = [target]
     while not down and (top := _starved_top(measured, wanted)) is not None and top < most_workers(limits):
         wanted.append(_up(measured[top], limits, curve.consumer_per_s))

@@ -284,6 +284,24 @@ def test_where_the_workers_compete_with_the_step_the_search_measures_no_workers_
     assert found.recommended_workers == 0 and found.significant
 
 
+def test_over_whole_epochs_workers_that_compete_with_the_step_are_weighed_against_none_before_more() -> None:
+    # 6-batch epochs (192 samples, batches of 32), two workers on full cores: the first of the
+    # predicted step (3), then no workers, and only then the step above (6). A time budget that
+    # holds two settings has then measured the one the competition points to: the Hugging Face
+    # image-classification script read 258-318 samples/s at 2 workers, 516-530 at none, and
+    # advised 3 workers (1.18x) where the budget ended the sweep before none.
+    def model(w: int) -> float:
+        return 520.0 if w == 0 else 300.0 + 5 * w
+
+    limits = Limits(epoch_batches=6)
+    assert verify(model, limits, current=2, predicted=curve(3), busy=0.97, down=True) == [3, 0, 6]
+    assert guided.pending([pt(2, 300.0, busy=0.97)], limits, 2, curve(3), down=True)[:2] == [3, 0]
+    # a 16-core host, 40-batch epochs, 8 workers on full cores: 10 (four rounds), none, then 14
+    assert verify(model, Limits(epoch_batches=40), current=8, predicted=curve(12), busy=0.97, down=True) == [10, 0, 14]
+    # workers that do not compete climb the steps first, as before
+    assert verify(model, limits, current=2, predicted=curve(3), busy=0.5)[:2] == [3, 6]
+
+
 def test_workers_that_keep_up_on_full_cores_or_slow_the_step_compete_with_it() -> None:
     from fastload_cli.analyzer.search.state import loaders_compete
 
