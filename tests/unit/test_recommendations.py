@@ -277,6 +277,23 @@ def test_workers_kept_between_epochs_are_said_once_in_the_sweeps_setting_where_o
     assert "persistent-workers" not in [r.id for r in b.recommended(none, decide(none))]
 
 
+def test_a_deeper_prefetch_is_not_advised_beside_a_sweeps_setting() -> None:
+    """Spiky waits with idle workers advise prefetch_factor=4 at the script's 2 workers; a sweep that
+    measured another setting faster changes num_workers itself, and prefetching at 2 workers would
+    contradict it: the Hugging Face image-classification script was advised num_workers=0 (measured,
+    1.47x) and, beside it, "num_workers=2, prefetch_factor=4"."""
+    spiky = dataclasses.replace(
+        AUG, real=dataclasses.replace(AUG.real, loader_busy_fraction=0.2), wait_ms_p50=1.3, wait_ms_p90=41.6
+    )
+    assert rec.larger_prefetch(spiky, decide(spiky)) is not None
+    for workers in (0, 16):
+        moved = swept(spiky, recommended=workers, speedup=1.5, significant=True)
+        found = [r.id for r in b.recommended(moved, decide(moved))]
+        assert "larger-prefetch-factor" not in found and found[0] in {"reduce-num-workers", "increase-num-workers"}
+    kept = swept(spiky, recommended=2, speedup=1.0, significant=False)  # nothing beat the own setting
+    assert "larger-prefetch-factor" in [r.id for r in b.recommended(kept, decide(kept))]
+
+
 def test_an_epoch_has_as_many_steps_as_the_loader_says_when_a_batch_sampler_batches() -> None:
     """A loader prepared by accelerate batches through its batch sampler: DataLoader.batch_size is
     None, and len(loader) gives the epoch's 32 batches."""

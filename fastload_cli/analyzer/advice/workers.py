@@ -197,9 +197,12 @@ def larger_prefetch(f: Facts, v: Verdict) -> Recommendation | None:
     """Spiky waits while the workers idle: a deeper queue smooths them. Not where the spikes recur
     once a round of the workers' batches (``waits_in_lockstep``): workers that wait on latency
     together and fall short of the step every round never get ahead to fill a deeper queue; more
-    of them do."""
+    of them do. Nor where a sweep's setting is advised (``measured_workers``): its change sets
+    num_workers, and a deeper queue at the script's own would contradict it."""
     loader, real, p50, p90 = f.loader, f.real, f.wait_ms_p50, f.wait_ms_p90
     if loader is None or loader.num_workers == 0 or real is None or p50 is None or p90 is None:
+        return None
+    if measured_workers(f, v) is not None:
         return None
     if f.waits_in_lockstep:
         return None
